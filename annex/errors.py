@@ -1,0 +1,67 @@
+"""The one exception hierarchy of annex.
+
+Every error a user can meet is an ``AnnexError``: its message names the input and the place,
+its ``hint`` says what to do, and its ``exit_code`` is what the CLI exits with. The CLI prints
+``message`` and ``hint`` without a traceback unless ``--debug`` is given.
+
+Exit codes are distinct per family so that scripts and schedulers can tell them apart:
+
+====  ===============================================================
+1     unexpected internal error (a bug: please report it)
+2     configuration is invalid or missing
+3     the cluster cannot be reached or refuses access
+4     a collection failed (bad or incomplete input from the source)
+5     the warehouse cannot be opened, migrated or written
+130   interrupted (Ctrl-C)
+====  ===============================================================
+"""
+
+from __future__ import annotations
+
+
+class AnnexError(Exception):
+    """Base class: an error annex expected and can explain."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message}\n  hint: {self.hint}"
+        return self.message
+
+
+class ConfigError(AnnexError):
+    """The configuration file or an environment override is invalid."""
+
+    exit_code = 2
+
+
+class ClusterAccessError(AnnexError):
+    """The Kubernetes API (or another source) cannot be reached, or refuses our credentials."""
+
+    exit_code = 3
+
+
+class CollectionError(AnnexError):
+    """A collection could not complete: the source sent incomplete or unusable data.
+
+    Nothing of a failed collection is kept in the warehouse except its row in
+    ``audit.collections``, which records this error's message.
+    """
+
+    exit_code = 4
+
+
+class WarehouseError(AnnexError):
+    """The DuckDB warehouse cannot be opened, migrated, locked or written."""
+
+    exit_code = 5
+
+
+class MigrationError(WarehouseError):
+    """A migration cannot be applied, or an applied migration was edited."""

@@ -1,0 +1,465 @@
+"""annex's settings: one TOML file plus environment overrides, validated on load.
+
+Where the file is found, first match wins:
+  1. the ``--config`` option of the CLI (passed here as ``path``),
+  2. the ``ANNEX_CONFIG`` environment variable,
+  3. ``./annex.toml`` if it exists,
+  4. none: built-in defaults only.
+
+Environment overrides (applied after the file, before validation):
+  * ``ANNEX_WAREHOUSE``           → ``warehouse.path`` (the documented short form)
+  * ``ANNEX_<SECTION>__<KEY>``    → ``<section>.<key>``, e.g. ``ANNEX_KUBERNETES__PAGE_SIZE=1000``.
+    The value is read as a TOML value when it parses as one (numbers, booleans, arrays),
+    otherwise as a plain string.
+
+Every validation error names the key (``kubernetes.page_size``), the offending value and what
+is allowed, and says where the value came from (the file or the environment variable). Secrets
+(tokens) are never read from this file: they come from the kubeconfig, the in-cluster service
+account, or environment variables named in the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from annex.errors import ConfigError
+
+DEFAULT_CONFIG_FILE = "annex.toml"
+
+# Failure-domain label profiles, top (broadest) level first, ending at the node. Each level is
+# a list of label keys: the first one a node carries gives that level's value (so deprecated
+# keys can stand behind current ones). Sources: reference/kubernetes-api.md §6.
+TOPOLOGY_PRESETS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "generic": (
+        ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region"),
+        ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"),
+        ("kubernetes.io/hostname",),
+    ),
+    "azure": (
+        ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region"),
+        ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"),
+        ("kubernetes.io/hostname",),
+    ),
+    "gke": (
+        ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"),
+        ("cloud.google.com/gce-topology-block",),
+        ("cloud.google.com/gce-topology-subblock",),
+        ("cloud.google.com/gce-topology-host",),
+        ("kubernetes.io/hostname",),
+    ),
+    "eks": (
+        ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"),
+        ("topology.k8s.aws/network-node-layer-1",),
+        ("topology.k8s.aws/network-node-layer-2",),
+        ("topology.k8s.aws/network-node-layer-3",),
+        ("kubernetes.io/hostname",),
+    ),
+    "oci": (
+        ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone"),
+        ("oci.oraclecloud.com/fault-domain",),
+        ("kubernetes.io/hostname",),
+    ),
+    "nvidia-topograph-v0": (
+        ("network.topology.nvidia.com/spine",),
+        ("network.topology.nvidia.com/block", "network.topology.nvidia.com/leaf"),
+        ("kubernetes.io/hostname",),
+    ),
+    "nvidia-topograph-v1": (
+        ("fabric.topograph.run/tier-2",),
+        ("fabric.topograph.run/tier-1",),
+        ("kubernetes.io/hostname",),
+    ),
+    "nvlink": (
+        ("nvidia.com/gpu.clique",),
+        ("kubernetes.io/hostname",),
+    ),
+}
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+@dataclass(frozen=True)
+class WarehouseSettings:
+    path: Path = Path("annex.duckdb")
+    published_path: Path | None = None
+    """The read-only analyst copy; default ``<path without .duckdb>.published.duckdb``."""
+    lock_timeout_seconds: float = 600.0
+    """How long a writer waits for another writer before giving up with an error."""
+
+    @property
+    def resolved_published_path(self) -> Path:
+        if self.published_path is not None:
+            return self.published_path
+        return self.path.with_name(self.path.stem + ".published.duckdb")
+
+
+@dataclass(frozen=True)
+class BalloonRule:
+    """Which pods are placeholders ("balloons") that reserve capacity rather than use it."""
+
+    priority_below: int = 0
+    """A pod whose priority is below this value is a balloon (upstream's example uses -1000;
+    Cluster Autoscaler treats priority below -10 as expendable)."""
+    priority_classes: tuple[str, ...] = ("placeholder", "overprovisioning", "balloon")
+    """PriorityClass names whose pods are balloons whatever their priority."""
+
+
+@dataclass(frozen=True)
+class KubernetesSettings:
+    page_size: int = 500
+    request_timeout_seconds: float = 120.0
+    connect_timeout_seconds: float = 5.0
+    max_list_restarts: int = 2
+    """How often a list that lost its snapshot (410 Expired) is restarted before annex accepts
+    the server's inconsistent continuation and marks the snapshot inconsistent."""
+    max_retries: int = 6
+    """Retries of one request on 429 / 5xx / connection errors, with capped jittered backoff."""
+    max_backoff_seconds: float = 30.0
+    topology_profile: str = "generic"
+    balloons: BalloonRule = field(default_factory=BalloonRule)
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    name: str
+    kubeconfig: Path | None = None
+    context: str | None = None
+    in_cluster: bool = False
+    topology_profile: str | None = None
+    """Overrides ``kubernetes.topology_profile`` for this cluster."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    warehouse: WarehouseSettings = field(default_factory=WarehouseSettings)
+    kubernetes: KubernetesSettings = field(default_factory=KubernetesSettings)
+    clusters: tuple[ClusterSettings, ...] = ()
+    topology_profiles: Mapping[str, tuple[tuple[str, ...], ...]] = field(
+        default_factory=lambda: dict(TOPOLOGY_PRESETS)
+    )
+    source: str = "defaults"
+    """Where these settings came from, for messages."""
+
+    def cluster(self, name: str) -> ClusterSettings:
+        for cluster in self.clusters:
+            if cluster.name == name:
+                return cluster
+        known = ", ".join(c.name for c in self.clusters) or "none"
+        raise ConfigError(
+            f"no cluster named {name!r} in {self.source} (configured: {known})",
+            hint="add a [[clusters]] entry with that name, or pass --kubeconfig/--context",
+        )
+
+    def topology_levels(self, profile: str) -> tuple[tuple[str, ...], ...]:
+        try:
+            return self.topology_profiles[profile]
+        except KeyError:
+            raise ConfigError(
+                f"unknown topology profile {profile!r}",
+                hint="use one of: " + ", ".join(sorted(self.topology_profiles)),
+            ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_settings(
+    path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Read, override and validate the settings. Raises ``ConfigError`` naming the bad key."""
+    env = os.environ if env is None else env
+    config_path = _find_config_file(path, env)
+    raw: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    source = "defaults"
+    if config_path is not None:
+        source = str(config_path)
+        try:
+            raw = tomllib.loads(config_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(
+                f"configuration file {config_path} does not exist",
+                hint="create it (see annex.example.toml) or drop --config / ANNEX_CONFIG",
+            ) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{config_path} is not valid TOML: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read configuration file {config_path}: {exc}") from None
+    _apply_env_overrides(raw, env, origin)
+    return _validate(raw, source=source, origin=origin, base=config_path)
+
+
+def _find_config_file(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:
+    if path is not None:
+        return Path(path).expanduser()
+    if env.get("ANNEX_CONFIG"):
+        return Path(env["ANNEX_CONFIG"]).expanduser()
+    default = Path(DEFAULT_CONFIG_FILE)
+    return default if default.exists() else None
+
+
+def _apply_env_overrides(raw: dict[str, Any], env: Mapping[str, str], origin: dict[str, str]) -> None:
+    for name, value in sorted(env.items()):
+        if name == "ANNEX_WAREHOUSE":
+            raw.setdefault("warehouse", {})["path"] = value
+            origin["warehouse.path"] = "environment variable ANNEX_WAREHOUSE"
+            continue
+        if not name.startswith("ANNEX_") or "__" not in name:
+            continue
+        section, _, key = name[len("ANNEX_") :].lower().partition("__")
+        if not section or not key:
+            continue
+        parts = [section, *key.split("__")]
+        target = raw
+        for part in parts[:-1]:
+            node = target.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(
+                    f"environment variable {name} overrides {'.'.join(parts)}, "
+                    f"but {part!r} is not a table in the configuration"
+                )
+            target = node
+        target[parts[-1]] = _parse_env_value(value)
+        origin[".".join(parts)] = f"environment variable {name}"
+
+
+def _parse_env_value(value: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        return value
+
+
+class _Reader:
+    """Reads one table of the raw config, reporting errors with the full key path."""
+
+    def __init__(
+        self, table: Any, prefix: str, source: str, origin: Mapping[str, str], base: Path | None
+    ) -> None:
+        self.prefix = prefix
+        self.source = source
+        self.origin = origin
+        self.base = base
+        if table is None:
+            table = {}
+        if not isinstance(table, dict):
+            raise self.error(prefix, table, "must be a table")
+        self.table = table
+        self.seen: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}.{name}" if self.prefix else name
+
+    def error(self, key: str, value: Any, problem: str) -> ConfigError:
+        where = self.origin.get(key, self.source)
+        return ConfigError(f"{key} = {value!r} {problem} (in {where})")
+
+    def get(self, name: str, kind: type, default: Any) -> Any:
+        self.seen.add(name)
+        if name not in self.table:
+            return default
+        value = self.table[name]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if kind is int and isinstance(value, bool):
+            raise self.error(self.key(name), value, "must be an integer")
+        if not isinstance(value, kind):
+            raise self.error(self.key(name), value, f"must be {_kind_name(kind)}")
+        return value
+
+    def number(
+        self, name: str, kind: type, default: Any, *, minimum: float, maximum: float
+    ) -> Any:
+        value = self.get(name, kind, default)
+        if not minimum <= value <= maximum:
+            raise self.error(self.key(name), value, f"must be between {minimum} and {maximum}")
+        return value
+
+    def path(self, name: str, default: Path | None) -> Path | None:
+        value = self.get(name, str, None)
+        if value is None:
+            return default
+        if not value.strip():
+            raise self.error(self.key(name), value, "must not be empty")
+        return Path(value).expanduser()
+
+    def strings(self, name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        value = self.get(name, list, None)
+        if value is None:
+            return default
+        if not all(isinstance(item, str) and item for item in value):
+            raise self.error(self.key(name), value, "must be a list of non-empty strings")
+        return tuple(value)
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.table) - self.seen)
+        if unknown:
+            key = self.key(unknown[0])
+            allowed = ", ".join(sorted(self.seen))
+            raise ConfigError(
+                f"unknown setting {key} (in {self.origin.get(key, self.source)})",
+                hint=f"settings allowed here: {allowed}",
+            )
+
+
+def _kind_name(kind: type) -> str:
+    return {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "true or false",
+        list: "a list",
+        dict: "a table",
+    }[kind]
+
+
+def _validate(
+    raw: dict[str, Any], *, source: str, origin: Mapping[str, str], base: Path | None
+) -> Settings:
+    top = _Reader(raw, "", source, origin, base)
+
+    wh = _Reader(top.get("warehouse", dict, {}), "warehouse", source, origin, base)
+    warehouse = WarehouseSettings(
+        path=wh.path("path", WarehouseSettings.path),
+        published_path=wh.path("published_path", None),
+        lock_timeout_seconds=wh.number(
+            "lock_timeout_seconds", float, 600.0, minimum=0, maximum=86_400
+        ),
+    )
+    wh.finish()
+
+    topo = _Reader(top.get("topology", dict, {}), "topology", source, origin, base)
+    profiles: dict[str, tuple[tuple[str, ...], ...]] = dict(TOPOLOGY_PRESETS)
+    custom = _Reader(topo.get("profiles", dict, {}), "topology.profiles", source, origin, base)
+    for name in list(custom.table):
+        profiles[name] = _topology_profile(custom, name)
+    topo.finish()
+
+    k8s = _Reader(top.get("kubernetes", dict, {}), "kubernetes", source, origin, base)
+    balloon_reader = _Reader(
+        k8s.get("balloons", dict, {}), "kubernetes.balloons", source, origin, base
+    )
+    balloons = BalloonRule(
+        priority_below=balloon_reader.number(
+            "priority_below", int, 0, minimum=-2_147_483_648, maximum=2_000_001_000
+        ),
+        priority_classes=balloon_reader.strings("priority_classes", BalloonRule.priority_classes),
+    )
+    balloon_reader.finish()
+    kubernetes = KubernetesSettings(
+        page_size=k8s.number("page_size", int, 500, minimum=10, maximum=10_000),
+        request_timeout_seconds=k8s.number(
+            "request_timeout_seconds", float, 120.0, minimum=1, maximum=3600
+        ),
+        connect_timeout_seconds=k8s.number(
+            "connect_timeout_seconds", float, 5.0, minimum=0.1, maximum=300
+        ),
+        max_list_restarts=k8s.number("max_list_restarts", int, 2, minimum=0, maximum=20),
+        max_retries=k8s.number("max_retries", int, 6, minimum=0, maximum=50),
+        max_backoff_seconds=k8s.number("max_backoff_seconds", float, 30.0, minimum=0, maximum=600),
+        topology_profile=k8s.get("topology_profile", str, "generic"),
+        balloons=balloons,
+    )
+    if kubernetes.topology_profile not in profiles:
+        raise k8s.error(
+            "kubernetes.topology_profile",
+            kubernetes.topology_profile,
+            "is not a known topology profile; known: " + ", ".join(sorted(profiles)),
+        )
+    k8s.finish()
+
+    clusters_raw = top.get("clusters", list, [])
+    clusters: list[ClusterSettings] = []
+    for index, entry in enumerate(clusters_raw):
+        clusters.append(_cluster(entry, f"clusters[{index}]", source, origin, base, profiles))
+    names = [c.name for c in clusters]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(f"clusters: name {duplicates[0]!r} is used twice (in {source})")
+    top.finish()
+
+    return Settings(
+        warehouse=warehouse,
+        kubernetes=kubernetes,
+        clusters=tuple(clusters),
+        topology_profiles=profiles,
+        source=source,
+    )
+
+
+def _topology_profile(custom: _Reader, name: str) -> tuple[tuple[str, ...], ...]:
+    key = f"topology.profiles.{name}"
+    entry = _Reader(custom.get(name, dict, {}), key, custom.source, custom.origin, custom.base)
+    levels_raw = entry.get("levels", list, None)
+    entry.finish()
+    if not levels_raw:
+        raise custom.error(f"{key}.levels", levels_raw, "must list at least one node label")
+    levels: list[tuple[str, ...]] = []
+    for level in levels_raw:
+        labels = (level,) if isinstance(level, str) else level
+        if not isinstance(labels, list | tuple) or not all(
+            isinstance(label, str) and label for label in labels
+        ):
+            raise custom.error(
+                f"{key}.levels",
+                levels_raw,
+                "must be a list of label keys (or of lists of alternative label keys)",
+            )
+        levels.append(tuple(labels))
+    if HOSTNAME_LABEL not in levels[-1]:
+        levels.append((HOSTNAME_LABEL,))
+    seen: set[str] = set()
+    for level in levels:
+        for label in level:
+            if label in seen:
+                raise custom.error(f"{key}.levels", levels_raw, f"uses label {label!r} twice")
+            seen.add(label)
+    return tuple(levels)
+
+
+def _cluster(
+    entry: Any,
+    prefix: str,
+    source: str,
+    origin: Mapping[str, str],
+    base: Path | None,
+    profiles: Mapping[str, Any],
+) -> ClusterSettings:
+    reader = _Reader(entry, prefix, source, origin, base)
+    name = reader.get("name", str, None)
+    if not name:
+        raise reader.error(f"{prefix}.name", name, "is required: a short name for the cluster")
+    if not all(ch.isalnum() or ch in "-_." for ch in name):
+        raise reader.error(
+            f"{prefix}.name", name, "may contain only letters, digits, '-', '_' and '.'"
+        )
+    kubeconfig = reader.path("kubeconfig", None)
+    context = reader.get("context", str, None)
+    in_cluster = reader.get("in_cluster", bool, False)
+    profile = reader.get("topology_profile", str, None)
+    reader.finish()
+    if in_cluster and (kubeconfig is not None or context is not None):
+        raise reader.error(
+            f"{prefix}.in_cluster", in_cluster, "cannot be combined with kubeconfig or context"
+        )
+    if profile is not None and profile not in profiles:
+        raise reader.error(
+            f"{prefix}.topology_profile",
+            profile,
+            "is not a known topology profile; known: " + ", ".join(sorted(profiles)),
+        )
+    if kubeconfig is not None and base is not None and not kubeconfig.is_absolute():
+        kubeconfig = base.parent / kubeconfig
+    return ClusterSettings(
+        name=name,
+        kubeconfig=kubeconfig,
+        context=context,
+        in_cluster=in_cluster,
+        topology_profile=profile,
+    )
