@@ -12,6 +12,7 @@ Exit codes are distinct per family so that scripts and schedulers can tell them 
 3     the cluster cannot be reached or refuses access
 4     a collection failed (bad or incomplete input from the source)
 5     the warehouse cannot be opened, migrated or written
+6     an analyst's SQL query failed
 130   interrupted (Ctrl-C)
 ====  ===============================================================
 """
@@ -65,3 +66,9 @@ class WarehouseError(AnnexError):
 
 class MigrationError(WarehouseError):
     """A migration cannot be applied, or an applied migration was edited."""
+
+
+class QueryError(AnnexError):
+    """An analyst's SQL query failed (syntax, unknown table, ...)."""
+
+    exit_code = 6

@@ -204,7 +204,9 @@ def _find_config_file(path: str | os.PathLike[str] | None, env: Mapping[str, str
     return default if default.exists() else None
 
 
-def _apply_env_overrides(raw: dict[str, Any], env: Mapping[str, str], origin: dict[str, str]) -> None:
+def _apply_env_overrides(
+    raw: dict[str, Any], env: Mapping[str, str], origin: dict[str, str]
+) -> None:
     for name, value in sorted(env.items()):
         if name == "ANNEX_WAREHOUSE":
             raw.setdefault("warehouse", {})["path"] = value
@@ -273,9 +275,7 @@ class _Reader:
             raise self.error(self.key(name), value, f"must be {_kind_name(kind)}")
         return value
 
-    def number(
-        self, name: str, kind: type, default: Any, *, minimum: float, maximum: float
-    ) -> Any:
+    def number(self, name: str, kind: type, default: Any, *, minimum: float, maximum: float) -> Any:
         value = self.get(name, kind, default)
         if not minimum <= value <= maximum:
             raise self.error(self.key(name), value, f"must be between {minimum} and {maximum}")

@@ -1,0 +1,65 @@
+# annex: the README's two commands.
+#   make demo   simulated GPU cluster -> collection -> warehouse -> fleet summary
+#   make test   lint + the whole test suite
+# Both install what they need on a fresh Debian 12 machine with Python and pip: the system
+# libraries WeasyPrint needs, kubectl (Debian's kubernetes-client) for the protocol tests,
+# uv itself if missing, then the locked Python environment (uv sync --locked).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+APT_PACKAGES := libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+export UV_PYTHON_DOWNLOADS ?= never
+export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+
+.PHONY: help setup system-deps uv demo test lint format bench dictionary clean
+
+help:
+	@echo "make demo   run annex end to end on a simulated GPU cluster"
+	@echo "make test   lint and run the tests"
+	@echo "make bench  python -m bench.collect_scale --nodes 7500 (writes bench/RESULTS.md)"
+
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	command -v kubectl >/dev/null || missing="$$missing kubernetes-client"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+uv:
+	@command -v uv >/dev/null || python3 -m uv --version >/dev/null 2>&1 || { \
+	  echo "installing uv"; \
+	  python3 -m pip install -q --user uv 2>/dev/null || \
+	  python3 -m pip install -q --user --break-system-packages uv; }
+
+setup: system-deps uv
+	@$(UV) sync --locked --quiet
+
+demo: setup
+	$(UV) run annex demo
+
+test: setup
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+	$(UV) run pytest
+
+lint: setup
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+
+format: setup
+	$(UV) run ruff check --fix .
+	$(UV) run ruff format .
+
+bench: setup
+	$(UV) run python -m bench.collect_scale --nodes 7500
+
+dictionary: setup
+	$(UV) run python -m warehouse.dictionary
+
+clean:
+	rm -rf .demo .pytest_cache .ruff_cache annex.duckdb annex.duckdb.wal annex.published.duckdb

@@ -1,0 +1,362 @@
+"""The ``annex`` command line.
+
+Every command is a thin layer over the library: parse arguments, load settings, call the
+collectors / warehouse / simulator, print results. Errors are ``AnnexError``s, printed without
+a traceback (unless ``--debug``) and mapped to the exit codes listed in ``annex.errors``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from annex import __version__
+from annex.errors import AnnexError, ConfigError
+from annex.settings import ClusterSettings, Settings, load_settings
+
+log = logging.getLogger("annex")
+
+DEMO_DEFAULT_NODES = 500
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="annex",
+        description=(
+            "GPU-cluster capacity audit and EU AI Act compliance evidence. "
+            "Collects Kubernetes cluster state into a DuckDB warehouse that analysts query."
+        ),
+        epilog="Settings: annex.toml (see annex.example.toml); ANNEX_WAREHOUSE sets the warehouse.",
+    )
+    parser.add_argument("--version", action="version", version=f"annex {__version__}")
+    parser.add_argument(
+        "--config", metavar="PATH", help="settings file (default: $ANNEX_CONFIG or ./annex.toml)"
+    )
+    parser.add_argument("--debug", action="store_true", help="verbose logs and full tracebacks")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    simulate = commands.add_parser(
+        "simulate",
+        help="serve a simulated GPU cluster's Kubernetes API on loopback until stopped",
+        description=(
+            "Serve a seeded, simulated GPU cluster over the Kubernetes API on loopback. "
+            "Writes a kubeconfig that kubectl and annex can use, then serves until Ctrl-C."
+        ),
+    )
+    simulate.add_argument("--nodes", type=_positive_int, default=100, help="cluster size (1-7500)")
+    simulate.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    simulate.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=Path(".demo/kubeconfig"),
+        help="where to write the kubeconfig (default: .demo/kubeconfig)",
+    )
+    simulate.add_argument("--seed", type=int, default=0, help="world seed (same seed, same world)")
+    simulate.set_defaults(run=cmd_simulate)
+
+    collect = commands.add_parser("collect", help="collect evidence into the warehouse")
+    sources = collect.add_subparsers(dest="source", metavar="SOURCE", required=True)
+    cluster = sources.add_parser(
+        "cluster",
+        help="collect a cluster's state (nodes, GPUs, pods, jobs, events), read-only",
+        description=(
+            "Collect one cluster's state through the Kubernetes API, read-only, into the "
+            "warehouse. Without options: every cluster in the settings, or else the current "
+            "context of the default kubeconfig."
+        ),
+    )
+    cluster.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: $KUBECONFIG)")
+    cluster.add_argument("--context", help="kubeconfig context (default: its current context)")
+    cluster.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
+    cluster.add_argument(
+        "--cluster",
+        dest="cluster_name",
+        metavar="NAME",
+        help="a cluster from the settings, or the name to record (default: the context's name)",
+    )
+    cluster.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    cluster.set_defaults(run=cmd_collect_cluster)
+
+    demo = commands.add_parser(
+        "demo",
+        help="simulate a GPU cluster, collect it into the warehouse, print the fleet summary",
+    )
+    demo.add_argument("--nodes", type=_positive_int, default=DEMO_DEFAULT_NODES)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".demo"),
+        help="folder for the simulator's kubeconfig (default: .demo)",
+    )
+    demo.set_defaults(run=cmd_demo)
+
+    sql = commands.add_parser(
+        "sql",
+        help="query the published warehouse copy (read-only)",
+        description=(
+            "Query the analysts' read-only copy of the warehouse. Interactive without -c; "
+            "try 'show all tables' or 'select * from docs.columns'."
+        ),
+    )
+    sql.add_argument("-c", "--command", dest="query", help="run one query and exit")
+    sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    sql.set_defaults(run=cmd_sql)
+
+    warehouse = commands.add_parser("warehouse", help="manage the warehouse file")
+    actions = warehouse.add_subparsers(dest="action", metavar="ACTION", required=True)
+    migrate = actions.add_parser("migrate", help="apply pending migrations")
+    migrate.set_defaults(run=cmd_warehouse_migrate)
+    status = actions.add_parser("status", help="migrations, size and the last collections")
+    status.set_defaults(run=cmd_warehouse_status)
+    publish = actions.add_parser("publish", help="refresh the analysts' read-only copy")
+    publish.set_defaults(run=cmd_warehouse_publish)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args.debug)
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        settings = load_settings(args.config)
+        return int(args.run(args, settings) or 0)
+    except AnnexError as exc:
+        if args.debug:
+            log.exception("failed")
+        print(f"annex: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  hint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("annex: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"annex: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("  hint: rerun with --debug for the traceback, and report it", file=sys.stderr)
+        return 1
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _configure_logging(debug: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s",
+    )
+    # urllib3 at debug level prints request lines (never headers); keep it quieter anyway.
+    logging.getLogger("urllib3").setLevel(logging.INFO if debug else logging.WARNING)
+    logging.getLogger("kubernetes").setLevel(logging.INFO if debug else logging.WARNING)
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+
+
+def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
+    from simulator.kubernetes import SimulatedCluster
+    from simulator.world import build_world
+
+    if args.nodes > 7500:
+        raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
+    started = time.perf_counter()
+    world = build_world(nodes=args.nodes, seed=args.seed)
+    with SimulatedCluster(world, port=args.port) as cluster:
+        kubeconfig = cluster.write_kubeconfig(args.kubeconfig)
+        counts = cluster.counts()
+        print(
+            f"simulated cluster: {counts.get('nodes', 0)} nodes, {counts.get('pods', 0)} pods "
+            f"(seed {args.seed}, built in {time.perf_counter() - started:.1f} s)\n"
+            f"serving {cluster.url}\n"
+            f"kubeconfig: {kubeconfig}\n"
+            f"  kubectl --kubeconfig {kubeconfig} get nodes\n"
+            f"  annex collect cluster --kubeconfig {kubeconfig}\n"
+            "Ctrl-C to stop.",
+            flush=True,
+        )
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("stopped", file=sys.stderr)
+    return 0
+
+
+def cmd_collect_cluster(args: argparse.Namespace, settings: Settings) -> int:
+    targets = _collection_targets(args, settings)
+    failures = 0
+    for target in targets:
+        result = _collect_one(target, settings, quiet=args.quiet)
+        if result.status != "succeeded":
+            failures += 1
+    if not args.quiet:
+        _print_summary(settings)
+    return 4 if failures else 0
+
+
+def _collection_targets(args: argparse.Namespace, settings: Settings) -> list[ClusterSettings]:
+    """Which clusters to collect: explicit options first, then the settings, then kubeconfig."""
+    explicit = args.kubeconfig is not None or args.context is not None or args.in_cluster
+    if args.cluster_name and not explicit:
+        return [settings.cluster(args.cluster_name)]
+    if explicit:
+        name = args.cluster_name or args.context or ("in-cluster" if args.in_cluster else None)
+        if name is None:
+            name = _current_context_name(args.kubeconfig) or "default"
+        return [
+            ClusterSettings(
+                name=name,
+                kubeconfig=args.kubeconfig,
+                context=args.context,
+                in_cluster=args.in_cluster,
+            )
+        ]
+    if settings.clusters:
+        return list(settings.clusters)
+    name = _current_context_name(None) or "default"
+    return [ClusterSettings(name=name)]
+
+
+def _current_context_name(kubeconfig: Path | None) -> str | None:
+    from kubernetes import config as kube_config
+
+    try:
+        _, current = kube_config.list_kube_config_contexts(
+            config_file=str(kubeconfig) if kubeconfig else None
+        )
+    except Exception:
+        return None
+    return (current or {}).get("name")
+
+
+def _collect_one(target: ClusterSettings, settings: Settings, *, quiet: bool):
+    from annex.progress import CollectionProgress
+    from collectors.kubernetes import api_client_for, collect_cluster
+    from warehouse import Warehouse, load_collection
+    from warehouse.models.kubernetes import KUBERNETES_MODEL
+
+    profile = target.topology_profile or settings.kubernetes.topology_profile
+    levels = settings.topology_levels(profile)
+    api = api_client_for(
+        kubeconfig=target.kubeconfig,
+        context=target.context,
+        in_cluster=target.in_cluster,
+        settings=settings.kubernetes,
+    )
+    wh = Warehouse(settings.warehouse)
+    with CollectionProgress(cluster=target.name, enabled=not quiet) as progress:
+        batches = collect_cluster(
+            api,
+            cluster=target.name,
+            settings=settings.kubernetes,
+            topology_levels=levels,
+            on_page=progress.on_page,
+        )
+        try:
+            result = load_collection(
+                wh,
+                KUBERNETES_MODEL,
+                cluster=target.name,
+                batches=batches,
+                on_wait=progress.on_wait,
+            )
+        finally:
+            api.close()
+    if not quiet:
+        print(
+            f"collection {result.collection_id} of cluster {target.name!r}: {result.status} "
+            f"in {(result.finished_at - result.started_at).total_seconds():.1f} s "
+            f"({_row_count_text(result.row_counts)}; {result.rejected_count} rejected) "
+            f"into {settings.warehouse.path}",
+            file=sys.stderr,
+        )
+    return result
+
+
+def _row_count_text(row_counts: dict[str, int]) -> str:
+    return ", ".join(f"{count:,} {table}" for table, count in sorted(row_counts.items()))
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from simulator.kubernetes import SimulatedCluster
+    from simulator.world import build_world
+
+    if args.nodes > 7500:
+        raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(f"building a simulated GPU cluster of {args.nodes} nodes (seed {args.seed})…")
+    world = build_world(nodes=args.nodes, seed=args.seed)
+    with SimulatedCluster(world) as cluster:
+        kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
+        print(f"serving it at {cluster.url} (kubeconfig: {kubeconfig})")
+        target = ClusterSettings(name="annex-demo", kubeconfig=kubeconfig, context="annex-demo")
+        result = _collect_one(target, settings, quiet=False)
+    _print_summary(settings)
+    print(
+        f"\nwarehouse: {settings.warehouse.path} "
+        f"(analysts' copy: {settings.warehouse.resolved_published_path})\n"
+        'next: annex sql -c "select * from marts.fleet_summary"'
+    )
+    return 0 if result.status == "succeeded" else 4
+
+
+def cmd_sql(args: argparse.Namespace, settings: Settings) -> int:
+    from annex.sql import run_query, run_shell
+
+    if args.query is not None:
+        return run_query(settings, args.query, output_format=args.format)
+    return run_shell(settings, output_format=args.format)
+
+
+def cmd_warehouse_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from warehouse import Warehouse
+
+    applied = Warehouse(settings.warehouse).migrate()
+    if applied:
+        for name in applied:
+            print(f"applied {name}")
+    else:
+        print(f"{settings.warehouse.path} is up to date")
+    return 0
+
+
+def cmd_warehouse_status(args: argparse.Namespace, settings: Settings) -> int:
+    from warehouse import Warehouse
+
+    print(Warehouse(settings.warehouse).status())
+    return 0
+
+
+def cmd_warehouse_publish(args: argparse.Namespace, settings: Settings) -> int:
+    from warehouse import Warehouse
+
+    path = Warehouse(settings.warehouse).publish()
+    print(f"published {path}")
+    return 0
+
+
+def _print_summary(settings: Settings) -> None:
+    from annex.summary import print_fleet_summary
+
+    print_fleet_summary(settings)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m annex.cli`
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""The ``annex`` command as a user runs it: a subprocess, exit codes, what it prints."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def annex(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ANNEX_")}
+    base["ANNEX_WAREHOUSE"] = str(cwd / "annex.duckdb")
+    return subprocess.run(
+        [sys.executable, "-m", "annex", *args],
+        cwd=cwd,
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_help_lists_every_command(tmp_path: Path) -> None:
+    result = annex("--help", cwd=tmp_path)
+    assert result.returncode == 0
+    for command in ("simulate", "collect", "demo", "sql", "warehouse"):
+        assert command in result.stdout
+
+
+def test_invalid_config_exits_2_without_traceback(tmp_path: Path) -> None:
+    (tmp_path / "annex.toml").write_text("[kubernetes]\npage_size = 1\n")
+    result = annex("warehouse", "status", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "kubernetes.page_size" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unreachable_cluster_exits_3_with_a_hint(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:9"}}]
+users: [{name: u, user: {token: not-a-real-token}}]
+contexts: [{name: ctx, context: {cluster: c, user: u}}]
+current-context: ctx
+"""
+    )
+    result = annex(
+        "collect",
+        "cluster",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--quiet",
+        cwd=tmp_path,
+        env={"ANNEX_KUBERNETES__MAX_RETRIES": "0"},
+    )
+    assert result.returncode == 3, result.stderr
+    assert "127.0.0.1:9" in result.stderr
+    assert "hint:" in result.stderr
+    assert "not-a-real-token" not in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_kubeconfig_context_is_a_clear_error(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n")
+    result = annex(
+        "collect", "cluster", "--kubeconfig", str(kubeconfig), "--context", "nope", cwd=tmp_path
+    )
+    assert result.returncode in (2, 3), result.stderr
+    assert "nope" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_sql_before_any_collection_says_what_to_do(tmp_path: Path) -> None:
+    result = annex("sql", "-c", "select 1", cwd=tmp_path)
+    assert result.returncode == 5
+    assert "hint:" in result.stderr
+
+
+def test_demo_then_sql_agree_with_the_simulated_cluster(tmp_path: Path) -> None:
+    nodes = 40
+    demo = annex("demo", "--nodes", str(nodes), "--out", str(tmp_path / "demo"), cwd=tmp_path)
+    assert demo.returncode == 0, demo.stderr
+    assert "GPU" in demo.stdout
+    count = annex(
+        "sql", "-c", "select count(*) as n from core.nodes", "--format", "csv", cwd=tmp_path
+    )
+    assert count.returncode == 0, count.stderr
+    assert count.stdout.splitlines() == ['"n"', str(nodes)]
+    bad = annex("sql", "-c", "select * from no_such_table", cwd=tmp_path)
+    assert bad.returncode == 6
+    assert "no_such_table" in bad.stderr
+    as_json = annex("sql", "-c", "select 1 as one, 'x' as two", "--format", "json", cwd=tmp_path)
+    assert as_json.returncode == 0
+    assert '"one":1' in as_json.stdout.replace(" ", "")
