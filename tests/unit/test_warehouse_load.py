@@ -1,0 +1,293 @@
+"""load_collection: all or nothing, lazy staging, rejected records, audit rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from annex.errors import CollectionError, WarehouseError
+from annex.settings import WarehouseSettings
+from warehouse import RAW_CAP_BYTES, SourceModel, Warehouse, load, load_collection, staging
+from warehouse.testing import THINGS_MODEL, make_migrations_dir, things_batch, things_batches
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Warehouse:
+    return Warehouse(
+        WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5),
+        migrations_dir=make_migrations_dir(tmp_path / "migrations"),
+    )
+
+
+def _query(wh: Warehouse, sql: str, params: list | None = None) -> list[tuple]:
+    with duckdb.connect(str(wh.path), read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+def _table_counts(wh: Warehouse) -> dict[str, int]:
+    """Row counts of every table in the annex schemas, except the collection log itself."""
+    with duckdb.connect(str(wh.path), read_only=True) as con:
+        tables = con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() "
+            "WHERE schema_name IN ('raw', 'core', 'marts', 'audit')"
+        ).fetchall()
+        return {
+            f"{s}.{t}": con.execute(f'SELECT count(*) FROM {s}."{t}"').fetchone()[0]
+            for s, t in tables
+            if (s, t) != ("audit", "collections")
+        }
+
+
+def _collection(wh: Warehouse, collection_id: str) -> tuple:
+    return _query(
+        wh,
+        "SELECT status, error, row_counts, rejected_count, finished_at IS NOT NULL "
+        "FROM audit.collections WHERE collection_id = ?",
+        [collection_id],
+    )[0]
+
+
+def _only_collection_id(wh: Warehouse, status: str) -> str:
+    rows = _query(wh, "SELECT collection_id FROM audit.collections WHERE status = ?", [status])
+    assert len(rows) == 1, rows
+    return rows[0][0]
+
+
+def test_successful_load_stages_merges_and_publishes(wh: Warehouse) -> None:
+    progress: list[tuple[str, int]] = []
+    result = load_collection(
+        wh,
+        THINGS_MODEL,
+        cluster="c1",
+        batches=things_batches(3, 100),
+        on_progress=lambda table, rows: progress.append((table, rows)),
+    )
+
+    assert result.status == "succeeded"
+    assert result.row_counts == {"things": 300}
+    assert result.rejected_count == 0
+    assert progress == [("things", 100), ("things", 200), ("things", 300)]
+    assert _collection(wh, result.collection_id) == ("succeeded", None, {"things": 300}, 0, True)
+    rows = _query(wh, "SELECT DISTINCT collection_id, collected_at FROM core.things")
+    assert rows == [(result.collection_id, result.started_at)]
+    with wh.reader() as con:
+        assert con.execute("SELECT count(*) FROM core.things").fetchone() == (300,)
+    # Temp staging tables do not outlive the load.
+    assert _query(wh, "SELECT count(*) FROM duckdb_tables() WHERE temporary") == [(0,)]
+
+
+def test_batches_are_consumed_lazily(wh: Warehouse) -> None:
+    events: list[str] = []
+
+    def collector() -> Iterator[tuple[str, pa.RecordBatch]]:
+        for n in range(3):
+            events.append(f"fetch {n}")
+            yield "things", things_batch(n * 10, 10)
+
+    load_collection(
+        wh,
+        THINGS_MODEL,
+        cluster="c1",
+        batches=collector(),
+        on_progress=lambda table, rows: events.append(f"staged {rows}"),
+        publish=False,
+    )
+
+    assert events == ["fetch 0", "staged 10", "fetch 1", "staged 20", "fetch 2", "staged 30"]
+
+
+def test_generator_failing_midway_leaves_no_partial_rows(wh: Warehouse) -> None:
+    first = load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(2, 50))
+    before = _table_counts(wh)
+
+    with pytest.raises(RuntimeError, match="source went away after 3 batches"):
+        load_collection(
+            wh, THINGS_MODEL, cluster="c1", batches=things_batches(10, 50, fail_after=3)
+        )
+
+    assert _table_counts(wh) == before
+    failed = _only_collection_id(wh, "failed")
+    _, error, row_counts, rejected, finished = _collection(wh, failed)
+    assert error == "source went away after 3 batches"
+    assert (row_counts, rejected, finished) == (None, None, True)
+    assert _query(wh, "SELECT count(*) FROM core.things WHERE collection_id = ?", [failed]) == [
+        (0,)
+    ]
+    assert _collection(wh, first.collection_id)[0] == "succeeded"
+
+
+def test_failing_merge_rolls_back_and_is_recorded(wh: Warehouse) -> None:
+    broken = SourceModel(
+        source="things",
+        staging_sql=THINGS_MODEL.staging_sql,
+        merge_sql=THINGS_MODEL.merge_sql + "; INSERT INTO core.things SELECT * FROM nowhere;",
+    )
+    with pytest.raises(WarehouseError, match="merge SQL of the things model failed") as caught:
+        load_collection(wh, broken, cluster="c1", batches=things_batches(2, 10))
+
+    assert _table_counts(wh) == {"core.things": 0, "audit.rejected": 0}
+    failed = _only_collection_id(wh, "failed")
+    assert _collection(wh, failed)[1] == str(caught.value)
+
+
+def test_interrupt_is_recorded_as_interrupted(wh: Warehouse) -> None:
+    def collector() -> Iterator[tuple[str, pa.RecordBatch]]:
+        yield "things", things_batch(0, 10)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=collector())
+
+    interrupted = _only_collection_id(wh, "interrupted")
+    assert _collection(wh, interrupted)[1] == "KeyboardInterrupt"
+    assert _table_counts(wh)["core.things"] == 0
+
+
+def test_unknown_table_is_a_collection_error_and_loads_nothing(wh: Warehouse) -> None:
+    closed: list[bool] = []
+
+    def collector() -> Iterator[tuple[str, pa.RecordBatch]]:
+        try:
+            yield "things", things_batch(0, 10)
+            yield "gizmos", things_batch(10, 10)
+            yield "things", things_batch(20, 10)
+        finally:
+            closed.append(True)  # the collector's connections are released at once
+
+    with pytest.raises(CollectionError, match="'gizmos'") as caught:
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=collector())
+
+    assert "stage_gizmos" in (caught.value.hint or "")
+    assert closed == [True]
+    assert _table_counts(wh)["core.things"] == 0
+    failed = _only_collection_id(wh, "failed")
+    assert "gizmos" in _collection(wh, failed)[1]
+
+
+def test_batch_not_matching_staging_table_is_a_collection_error(wh: Warehouse) -> None:
+    wrong = pa.RecordBatch.from_pydict({"thing_key": ["a"], "colour": ["red"]})
+    with pytest.raises(CollectionError, match="batch 1 of table 'things'"):
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=iter([("things", wrong)]))
+    assert _table_counts(wh)["core.things"] == 0
+
+
+def test_reloading_the_same_input_adds_only_the_audit_row(wh: Warehouse) -> None:
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(3, 40))
+    before = _table_counts(wh)
+    things_before = _query(wh, "SELECT * FROM core.things ORDER BY thing_key")
+
+    second = load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(3, 40))
+
+    assert second.status == "succeeded"
+    assert second.row_counts == {"things": 120}
+    assert _table_counts(wh) == before
+    assert _query(wh, "SELECT * FROM core.things ORDER BY thing_key") == things_before
+    assert _query(wh, "SELECT status, count(*) FROM audit.collections GROUP BY ALL") == [
+        ("succeeded", 2)
+    ]
+
+
+def test_rejected_records_land_in_audit_with_capped_raw(wh: Warehouse) -> None:
+    big = b"x" * (RAW_CAP_BYTES + 1000)
+    small = b'{"kind": "Pod"}'
+    rejected = pa.RecordBatch.from_pydict(
+        {
+            "locator": ["pods page 1 item 1 (ns/a)", "pods page 1 item 2 (ns/b)", "pods page 2"],
+            "reason_code": ["bad_quantity", "missing_field", "truncated"],
+            "message": ["cpu '1x' is not a quantity", "no metadata.uid", "body cut"],
+            "raw": pa.array([big, small, None], type=pa.binary()),
+        }
+    )
+    nulls = pa.RecordBatch.from_pydict(
+        {"thing_key": ["n1"], "value": pa.array([None], type=pa.int64())}
+    )
+
+    result = load_collection(
+        wh,
+        THINGS_MODEL,
+        cluster="c1",
+        batches=iter([("things", things_batch(0, 5)), ("rejected", rejected), ("things", nulls)]),
+    )
+
+    assert result.rejected_count == 4  # three from the collector, one from the merge SQL
+    assert result.row_counts == {"things": 6, "rejected": 3}
+    rows = _query(
+        wh,
+        "SELECT locator, reason_code, octet_length(raw), raw_truncated, raw_bytes, "
+        "collection_id, source, cluster FROM audit.rejected ORDER BY locator",
+    )
+    ident = (result.collection_id, "things", "c1")
+    assert rows == [
+        ("pods page 1 item 1 (ns/a)", "bad_quantity", RAW_CAP_BYTES, True, len(big), *ident),
+        ("pods page 1 item 2 (ns/b)", "missing_field", len(small), False, len(small), *ident),
+        ("pods page 2", "truncated", None, False, None, *ident),
+        ("things key n1", "missing_value", None, False, None, *ident),
+    ]
+    assert _query(wh, "SELECT raw FROM audit.rejected WHERE reason_code = 'missing_field'") == [
+        (small,)
+    ]
+    assert _query(wh, "SELECT count(*) FROM core.things") == [(5,)]
+
+
+def test_leftover_running_collections_are_marked_interrupted(wh: Warehouse) -> None:
+    with wh.writer() as con:
+        con.execute(
+            "INSERT INTO audit.collections (collection_id, source, cluster, started_at, status) "
+            "VALUES ('killed-one', 'things', 'c1', TIMESTAMP '2025-01-01', 'running')"
+        )
+
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 5))
+
+    status, error, *_ = _collection(wh, "killed-one")
+    assert status == "interrupted"
+    assert "killed or crashed" in error
+
+
+def test_publish_false_leaves_the_published_copy_alone(wh: Warehouse) -> None:
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 5), publish=False)
+    assert not wh.published_path.exists()
+    with pytest.raises(WarehouseError, match="no published copy"):
+        wh.reader().__enter__()
+
+
+def test_grouped_staging_keeps_every_row_across_flushes_and_schema_changes(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(staging, "FLUSH_ROWS", 25)
+    all_null = pa.RecordBatch.from_pydict(
+        {"thing_key": ["z1", "z2"], "value": pa.array([None, None], type=pa.null())}
+    )
+
+    def collector() -> Iterator[tuple[str, pa.RecordBatch]]:
+        for n in range(4):
+            yield "things", things_batch(n * 10, 10)
+        yield "things", all_null  # another schema: flushed separately, still staged
+        for n in range(4, 7):
+            yield "things", things_batch(n * 10, 10)
+
+    result = load_collection(wh, THINGS_MODEL, cluster="c1", batches=collector())
+
+    assert result.row_counts == {"things": 72}
+    assert result.rejected_count == 2  # the NULL values, rejected by the merge SQL
+    assert _query(wh, "SELECT count(*), count(DISTINCT thing_key) FROM core.things") == [(70, 70)]
+
+
+def test_ctrl_c_after_the_merge_wrote_rows_rolls_them_back(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Python can raise KeyboardInterrupt between two statements, where DuckDB has not aborted
+    # the transaction itself: only the engine's ROLLBACK keeps the merge's rows out.
+    def interrupted_after_merge(con: duckdb.DuckDBPyConnection) -> int:
+        assert con.execute("SELECT count(*) FROM core.things").fetchone() == (20,)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(load, "_keep_rejected", interrupted_after_merge)
+    with pytest.raises(KeyboardInterrupt):
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(2, 10))
+
+    assert _table_counts(wh) == {"core.things": 0, "audit.rejected": 0}
+    assert _collection(wh, _only_collection_id(wh, "interrupted"))[1] == "KeyboardInterrupt"

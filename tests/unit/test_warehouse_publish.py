@@ -1,0 +1,144 @@
+"""The published copy: atomic replacement, readers that never block the writer, repeated
+open/close/publish cycles without stray write-ahead logs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from annex.errors import WarehouseError
+from annex.settings import WarehouseSettings
+from warehouse import Warehouse, load_collection
+from warehouse.testing import THINGS_MODEL, make_migrations_dir, things_batches
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Warehouse:
+    return Warehouse(
+        WarehouseSettings(
+            path=tmp_path / "live" / "w.duckdb",
+            published_path=tmp_path / "published" / "analysts.duckdb",
+            lock_timeout_seconds=5,
+        ),
+        migrations_dir=make_migrations_dir(tmp_path / "migrations"),
+    )
+
+
+def _published_count(wh: Warehouse) -> int:
+    with wh.reader() as con:
+        return con.execute("SELECT count(*) FROM core.things").fetchone()[0]
+
+
+def test_default_published_path_is_beside_the_live_file(tmp_path: Path) -> None:
+    settings = WarehouseSettings(path=tmp_path / "annex.duckdb")
+    assert Warehouse(settings).published_path == tmp_path / "annex.published.duckdb"
+
+
+def test_open_close_publish_cycles_keep_files_consistent(wh: Warehouse) -> None:
+    for cycle in range(1, 5):
+        load_collection(wh, THINGS_MODEL, cluster=f"c{cycle}", batches=things_batches(cycle, 25))
+        assert _published_count(wh) == cycle * 25
+        assert not wh.path.with_name(wh.path.name + ".wal").exists()
+        assert sorted(p.name for p in wh.published_path.parent.iterdir()) == ["analysts.duckdb"]
+        with wh.writer() as con:
+            assert con.execute("SELECT count(*) FROM core.things").fetchone() == (cycle * 25,)
+        wh.publish()
+        with duckdb.connect(str(wh.published_path), read_only=True) as con:
+            statuses = con.execute("SELECT status FROM audit.collections").fetchall()
+        assert statuses == [("succeeded",)] * cycle
+
+
+def test_a_reader_of_the_published_copy_does_not_block_the_writer(wh: Warehouse) -> None:
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    analyst = textwrap.dedent(
+        f"""
+        import sys, duckdb
+        con = duckdb.connect({str(wh.published_path)!r}, read_only=True)
+        print(con.execute("SELECT count(*) FROM core.things").fetchone()[0], flush=True)
+        sys.stdin.readline()
+        print(con.execute("SELECT count(*) FROM core.things").fetchone()[0], flush=True)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", analyst], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline().strip() == "10"
+
+        result = load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(3, 10))
+
+        assert result.status == "succeeded"
+        assert _published_count(wh) == 30
+        # The analyst's open session keeps reading the copy it opened, consistently.
+        proc.stdin.write("again\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "10"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_failed_copy_never_exposes_a_partial_file(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    before = wh.published_path.read_bytes()
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(2, 10), publish=False)
+
+    def copy_half_then_fail(src, dst, length=0) -> None:
+        dst.write(src.read(4096))
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copyfileobj", copy_half_then_fail)
+    with pytest.raises(WarehouseError, match="No space left") as caught:
+        wh.publish()
+    assert "annex publish" in (caught.value.hint or "")
+
+    assert wh.published_path.read_bytes() == before
+    assert [p.name for p in wh.published_path.parent.iterdir()] == ["analysts.duckdb"]
+    monkeypatch.undo()
+    wh.publish()
+    assert _published_count(wh) == 20
+
+
+def test_status_during_a_write_reads_the_published_copy_without_waiting(
+    wh: Warehouse,
+) -> None:
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    with wh.writer():
+        status = wh.status()
+    assert status.read_from.startswith("published")
+    assert status.writer is not None and "pid" in status.writer
+    assert [c.status for c in status.last_collections] == ["succeeded"]
+    after = wh.status()
+    assert after.read_from == "live" and after.writer is None
+
+
+def test_load_that_cannot_publish_says_the_collection_was_kept(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_space(src, dst, length=0) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copyfileobj", no_space)
+    with pytest.raises(WarehouseError, match="was loaded, but publishing") as caught:
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    assert "annex publish" in (caught.value.hint or "")
+    with duckdb.connect(str(wh.path), read_only=True) as con:
+        assert con.execute("SELECT status FROM audit.collections").fetchall() == [("succeeded",)]
+        assert con.execute("SELECT count(*) FROM core.things").fetchone() == (10,)
+
+
+def test_status_prints_for_people(wh: Warehouse) -> None:
+    load_collection(wh, THINGS_MODEL, cluster="c7", batches=things_batches(1, 10))
+    text = str(wh.status())
+    assert f"published copy (analysts): {wh.published_path}" in text
+    assert "migrations pending: none" in text
+    assert "things/c7 succeeded" in text

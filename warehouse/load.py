@@ -1,0 +1,306 @@
+"""Loading one collection into the warehouse, all or nothing.
+
+A collector yields ``(table, pyarrow.RecordBatch)`` pairs lazily (pages from the network). The
+engine stages the batches into a temp table ``stage_<table>`` with ``INSERT ... BY NAME SELECT *
+FROM <arrow>`` (no Python row loops; a few batches are grouped per INSERT, see ``staging.py``,
+so memory stays bounded by that small buffer), then runs the source model's merge SQL, which
+moves staged rows into ``raw``/``core``/``audit`` tables.
+Staging, merge, rejected records and the final ``succeeded`` row of ``audit.collections``
+commit in ONE transaction: a failure, Ctrl-C or ``kill -9`` leaves no partial rows, only the
+collection's audit row (``failed``/``interrupted``, or ``running`` after a kill until the next
+writer marks it ``interrupted``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import metadata
+
+import duckdb
+import pyarrow as pa
+
+from annex.errors import CollectionError, WarehouseError
+from warehouse.connection import OnWait, Warehouse
+from warehouse.migrate import utc_now
+from warehouse.staging import Stager
+
+log = logging.getLogger(__name__)
+
+RAW_CAP_BYTES = 64 * 1024
+"""``audit.rejected.raw`` keeps at most this many bytes of a rejected record."""
+
+REJECTED_TABLE = "rejected"
+"""The table name under which collectors yield rejected records (to ``stage_rejected``)."""
+
+_STAGE_REJECTED = """
+CREATE TEMP TABLE stage_rejected (
+    locator VARCHAR, reason_code VARCHAR, message VARCHAR, raw BLOB
+)
+"""
+
+_TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class SourceModel:
+    """How one evidence source lands in the warehouse.
+
+    ``staging_sql`` creates one ``CREATE TEMP TABLE stage_<name> (...)`` per table the
+    collector yields (columns matched BY NAME; the batch may omit nullable columns).
+    ``merge_sql`` (';'-separated statements) runs in the collection's transaction after all
+    batches are staged; it reads ``stage_*`` and writes ``raw``/``core``/``audit`` tables, using
+    ``getvariable('collection_id' | 'cluster' | 'source' | 'collected_at')``. It may also insert
+    into ``stage_rejected``: those rows are moved to ``audit.rejected`` after it. Loading the
+    same input twice must change nothing: that is the merge's job (natural keys, hashes).
+    """
+
+    source: str
+    staging_sql: str
+    merge_sql: str
+
+
+@dataclass(frozen=True)
+class CollectionResult:
+    """What happened to one collection (also its row in ``audit.collections``)."""
+
+    collection_id: str
+    source: str
+    cluster: str
+    status: str
+    started_at: datetime
+    finished_at: datetime | None
+    row_counts: dict[str, int] = field(default_factory=dict)
+    rejected_count: int = 0
+    error: str | None = None
+
+
+def load_collection(
+    wh: Warehouse,
+    model: SourceModel,
+    *,
+    cluster: str,
+    batches: Iterable[tuple[str, pa.RecordBatch]],
+    on_progress: Callable[[str, int], None] | None = None,
+    on_wait: OnWait | None = None,
+    publish: bool = True,
+) -> CollectionResult:
+    """Load one collection atomically and return its result; on failure record it and re-raise.
+
+    ``batches`` is consumed lazily, once. ``on_progress(table, rows_so_far)`` is called after
+    each batch. With ``publish`` the analysts' copy is refreshed after the commit.
+    """
+    with wh._lock(on_wait):
+        con = wh._connect_live()
+        try:
+            wh._migrate(con)
+            _mark_interrupted(con)
+            started_at = utc_now()
+            collection_id = str(uuid.uuid4())
+            con.execute(
+                "INSERT INTO audit.collections "
+                "(collection_id, source, cluster, started_at, status, annex_version) "
+                "VALUES (?, ?, ?, ?, 'running', ?)",
+                [collection_id, model.source, cluster, started_at, _annex_version()],
+            )
+            try:
+                row_counts, rejected = _load_in_transaction(
+                    con, model, collection_id, cluster, started_at, batches, on_progress
+                )
+            except BaseException as exc:
+                interrupted = isinstance(exc, KeyboardInterrupt | duckdb.InterruptException)
+                status = "interrupted" if interrupted else "failed"
+                _record_failure(con, collection_id, status, exc)
+                raise
+            finished_at = _finished_at(con, collection_id)
+            _drop_staging(con)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        if publish:
+            try:
+                wh._publish_locked()
+            except WarehouseError as exc:
+                raise WarehouseError(
+                    f"collection {collection_id} ({model.source}, {cluster}) was loaded, but "
+                    f"publishing the analysts' copy failed: {exc.message}",
+                    hint=exc.hint,
+                ) from exc
+    return CollectionResult(
+        collection_id=collection_id,
+        source=model.source,
+        cluster=cluster,
+        status="succeeded",
+        started_at=started_at,
+        finished_at=finished_at,
+        row_counts=row_counts,
+        rejected_count=rejected,
+        error=None,
+    )
+
+
+def _load_in_transaction(
+    con: duckdb.DuckDBPyConnection,
+    model: SourceModel,
+    collection_id: str,
+    cluster: str,
+    started_at: datetime,
+    batches: Iterable[tuple[str, pa.RecordBatch]],
+    on_progress: Callable[[str, int], None] | None,
+) -> tuple[dict[str, int], int]:
+    """Stage, merge, keep rejected records and mark the collection succeeded: one transaction."""
+    # SET VARIABLE is not transactional in DuckDB (a ROLLBACK keeps the value), which is fine:
+    # every collection sets all four before its merge runs.
+    con.execute("SET VARIABLE collection_id = ?", [collection_id])
+    con.execute("SET VARIABLE cluster = ?", [cluster])
+    con.execute("SET VARIABLE source = ?", [model.source])
+    con.execute("SET VARIABLE collected_at = CAST(? AS TIMESTAMP)", [started_at])
+    con.execute("BEGIN")
+    try:
+        con.execute(_STAGE_REJECTED)
+        _run_statements(con, model.staging_sql, f"staging SQL of the {model.source} model")
+        row_counts = _stage(con, model, batches, on_progress)
+        _run_statements(con, model.merge_sql, f"merge SQL of the {model.source} model")
+        rejected = _keep_rejected(con)
+        con.execute(
+            "UPDATE audit.collections SET status = 'succeeded', finished_at = ?, "
+            "row_counts = map(?::VARCHAR[], ?::BIGINT[]), rejected_count = ? "
+            "WHERE collection_id = ?",
+            [
+                utc_now(),
+                list(row_counts),
+                list(row_counts.values()),
+                rejected,
+                collection_id,
+            ],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise
+    return row_counts, rejected
+
+
+def _stage(
+    con: duckdb.DuckDBPyConnection,
+    model: SourceModel,
+    batches: Iterable[tuple[str, pa.RecordBatch]],
+    on_progress: Callable[[str, int], None] | None,
+) -> dict[str, int]:
+    staged = _staging_tables(con)
+    stager = Stager(con, model.source)
+    row_counts: dict[str, int] = {}
+    iterator = iter(batches)
+    try:
+        for index, (table, batch) in enumerate(iterator, start=1):
+            if table not in staged:
+                known = ", ".join(sorted(staged))
+                raise CollectionError(
+                    f"the {model.source} collector yielded table {table!r} (batch {index}), "
+                    f"but the {model.source} model stages no such table (known: {known})",
+                    hint=f"add CREATE TEMP TABLE stage_{table} to the model's staging_sql, "
+                    "or fix the collector's table name",
+                )
+            stager.add(table, batch, index)
+            row_counts[table] = row_counts.get(table, 0) + batch.num_rows
+            if on_progress is not None:
+                on_progress(table, row_counts[table])
+    finally:
+        # A generator left suspended by an error would close its HTTP response only when
+        # garbage-collected; close it now (a no-op once it is exhausted).
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+    stager.flush_all()
+    return row_counts
+
+
+def _staging_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE temporary AND starts_with(table_name, "
+        "'stage_')"
+    ).fetchall()
+    return {name.removeprefix("stage_") for (name,) in rows if _TABLE_NAME.match(name)}
+
+
+def _keep_rejected(con: duckdb.DuckDBPyConnection) -> int:
+    count = con.execute(
+        "INSERT INTO audit.rejected (collection_id, source, cluster, locator, reason_code, "
+        "message, raw, raw_truncated, raw_bytes, rejected_at) "
+        "SELECT getvariable('collection_id'), getvariable('source'), getvariable('cluster'), "
+        "locator, coalesce(reason_code, 'unspecified'), message, "
+        "CASE WHEN octet_length(raw) > $cap THEN raw[1:$cap] ELSE raw END, "
+        "coalesce(octet_length(raw) > $cap, false), octet_length(raw), "
+        "getvariable('collected_at') FROM stage_rejected",
+        {"cap": RAW_CAP_BYTES},
+    ).fetchone()
+    return int(count[0]) if count else 0
+
+
+def _run_statements(con: duckdb.DuckDBPyConnection, sql: str, what: str) -> None:
+    """Run ';'-separated statements one by one, so an error names the statement that failed."""
+    for number, statement in enumerate(con.extract_statements(sql), start=1):
+        try:
+            con.execute(statement)
+        except duckdb.Error as exc:
+            first_line = statement.query.strip().splitlines()[0][:120]
+            raise WarehouseError(
+                f"{what} failed at statement {number} ({first_line}): {exc}",
+                hint="fix the model's SQL; nothing of this collection was kept",
+            ) from exc
+
+
+def _mark_interrupted(con: duckdb.DuckDBPyConnection) -> None:
+    """Collections still ``running`` were killed: we hold the writer lock, so none runs."""
+    rows = con.execute(
+        "UPDATE audit.collections SET status = 'interrupted', error = ? "
+        "WHERE status = 'running' RETURNING collection_id",
+        [
+            "the process ended while loading (killed or crashed); nothing of it was kept. "
+            f"Noticed by the next writer at {utc_now():%Y-%m-%d %H:%M:%S} UTC"
+        ],
+    ).fetchall()
+    for (collection_id,) in rows:
+        log.warning("collection %s was interrupted by a crash or kill", collection_id)
+
+
+def _record_failure(
+    con: duckdb.DuckDBPyConnection, collection_id: str, status: str, exc: BaseException
+) -> None:
+    """Record why the collection failed, in its own transaction after the rollback."""
+    message = str(exc) or type(exc).__name__
+    try:
+        con.execute(
+            "UPDATE audit.collections SET status = ?, finished_at = ?, error = ? "
+            "WHERE collection_id = ?",
+            [status, utc_now(), message, collection_id],
+        )
+    except duckdb.Error as record_error:
+        log.error("could not record failure of collection %s: %s", collection_id, record_error)
+
+
+def _finished_at(con: duckdb.DuckDBPyConnection, collection_id: str) -> datetime | None:
+    row = con.execute(
+        "SELECT finished_at FROM audit.collections WHERE collection_id = ?", [collection_id]
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _drop_staging(con: duckdb.DuckDBPyConnection) -> None:
+    """Free the staging tables (and any temp tables the merge made) before the checkpoint."""
+    rows = con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()
+    for (name,) in rows:
+        con.execute(f'DROP TABLE temp."{name}"')
+
+
+def _annex_version() -> str:
+    try:
+        return metadata.version("annex")
+    except metadata.PackageNotFoundError:
+        return "unknown"

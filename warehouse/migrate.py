@@ -1,0 +1,204 @@
+"""Numbered SQL migrations: ``migrations/NNNN_name.sql``, applied in order, one transaction each.
+
+Each migration runs in ONE transaction together with its row in ``meta.migrations`` (version,
+name, SHA-256 of the file, applied_at): DuckDB's DDL is transactional, so a migration that fails
+half-way leaves nothing behind, and a killed process leaves the file at the last whole
+migration. Opening an older warehouse applies the missing ones. An applied migration is never
+edited: its checksum is checked on every open, and a changed file is refused, because the
+warehouse would silently differ from what the file says.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from annex.errors import MigrationError
+
+DEFAULT_MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+
+_NAME = re.compile(r"^(\d{4})_([a-z0-9][a-z0-9_]*)\.sql$")
+
+_BOOTSTRAP = """
+CREATE SCHEMA IF NOT EXISTS meta;
+CREATE TABLE IF NOT EXISTS meta.migrations (
+    version INTEGER NOT NULL PRIMARY KEY,
+    name VARCHAR NOT NULL,
+    checksum VARCHAR NOT NULL,
+    applied_at TIMESTAMP NOT NULL
+);
+COMMENT ON TABLE meta.migrations IS
+    'One row per applied schema migration (warehouse/migrations/NNNN_name.sql).';
+COMMENT ON COLUMN meta.migrations.version IS 'The migration number NNNN.';
+COMMENT ON COLUMN meta.migrations.name IS 'The migration file name.';
+COMMENT ON COLUMN meta.migrations.checksum IS
+    'SHA-256 (hex) of the file as applied; an applied migration must never change.';
+COMMENT ON COLUMN meta.migrations.applied_at IS 'When it was applied (UTC).';
+"""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One migration file."""
+
+    version: int
+    name: str
+    """The file name, e.g. ``0001_foundation.sql``."""
+    path: Path
+    sql: str
+    checksum: str
+
+
+@dataclass(frozen=True)
+class AppliedMigration:
+    """One row of ``meta.migrations``."""
+
+    version: int
+    name: str
+    checksum: str
+    applied_at: datetime
+
+
+def discover_migrations(migrations_dir: Path | None = None) -> list[Migration]:
+    """The migrations in ``migrations_dir`` in order; a bad name, gap or duplicate is an error."""
+    directory = migrations_dir or DEFAULT_MIGRATIONS_DIR
+    if not directory.is_dir():
+        raise MigrationError(f"migrations folder {directory} does not exist")
+    migrations: list[Migration] = []
+    for path in sorted(directory.glob("*.sql")):
+        match = _NAME.match(path.name)
+        if match is None:
+            raise MigrationError(
+                f"migration file {path} is not named NNNN_name.sql",
+                hint="rename it, e.g. 0007_add_gpu_table.sql (lowercase, digits, underscores)",
+            )
+        data = path.read_bytes()
+        migrations.append(
+            Migration(
+                version=int(match.group(1)),
+                name=path.name,
+                path=path,
+                sql=data.decode("utf-8"),
+                checksum=hashlib.sha256(data).hexdigest(),
+            )
+        )
+    migrations.sort(key=lambda m: m.version)
+    for expected, migration in enumerate(migrations, start=1):
+        if migration.version != expected:
+            same = [m.name for m in migrations if m.version == migration.version]
+            if len(same) > 1:
+                raise MigrationError(
+                    f"migrations {', '.join(same)} in {directory} share number "
+                    f"{migration.version:04d}",
+                    hint="give the newer one the next free number",
+                )
+            raise MigrationError(
+                f"migration {migration.name} in {directory}: expected number {expected:04d} "
+                "(migrations are numbered 0001, 0002, ... without gaps)",
+                hint=f"rename it to {expected:04d}_...sql",
+            )
+    return migrations
+
+
+def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[AppliedMigration]:
+    """The rows of ``meta.migrations``; empty on a new file."""
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() "
+        "WHERE schema_name = 'meta' AND table_name = 'migrations'"
+    ).fetchone()
+    if not exists or exists[0] == 0:
+        return []
+    rows = con.execute(
+        "SELECT version, name, checksum, applied_at FROM meta.migrations ORDER BY version"
+    ).fetchall()
+    return [AppliedMigration(*row) for row in rows]
+
+
+def check_applied(
+    migrations: list[Migration], applied: list[AppliedMigration], warehouse: str
+) -> list[Migration]:
+    """Refuse edited or unknown applied migrations; return those still to apply."""
+    by_version = {m.version: m for m in migrations}
+    for row in applied:
+        migration = by_version.get(row.version)
+        if migration is None:
+            raise MigrationError(
+                f"warehouse {warehouse} has migration {row.name} applied, which this annex "
+                "does not have",
+                hint="the warehouse was written by a newer annex: upgrade annex",
+            )
+        if migration.checksum != row.checksum or migration.name != row.name:
+            raise MigrationError(
+                f"migration file {migration.path} changed after it was applied to {warehouse} "
+                f"(applied as {row.name} on {row.applied_at:%Y-%m-%d %H:%M} UTC, "
+                f"sha256 {row.checksum[:12]}…, file now {migration.checksum[:12]}…)",
+                hint=(
+                    "restore the file as it was (git checkout / git log it) and put the change "
+                    "in a new migration with the next number; never edit an applied migration"
+                ),
+            )
+    done = {row.version for row in applied}
+    return [m for m in migrations if m.version not in done]
+
+
+def apply_migrations(
+    con: duckdb.DuckDBPyConnection, migrations: list[Migration], warehouse: str
+) -> list[str]:
+    """Apply the pending migrations on a read-write connection; return their names.
+
+    The caller holds the writer lock. Each migration and its ``meta.migrations`` row commit
+    together or not at all.
+    """
+    con.execute("BEGIN")
+    try:
+        con.execute(_BOOTSTRAP)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    pending = check_applied(migrations, applied_migrations(con), warehouse)
+    names: list[str] = []
+    for migration in pending:
+        try:
+            statements = con.extract_statements(migration.sql)
+        except duckdb.Error as exc:
+            raise MigrationError(
+                f"migration {migration.path} is not valid SQL: {exc}",
+                hint="fix the migration (it was not applied, so it may still be edited) and rerun",
+            ) from exc
+        if any(s.type == duckdb.StatementType.TRANSACTION for s in statements):
+            raise MigrationError(
+                f"migration {migration.path} contains BEGIN/COMMIT/ROLLBACK",
+                hint="remove them: annex runs each migration in its own transaction",
+            )
+        con.execute("BEGIN")
+        try:
+            for statement in statements:
+                con.execute(statement)
+            con.execute(
+                "INSERT INTO meta.migrations (version, name, checksum, applied_at) "
+                "VALUES (?, ?, ?, ?)",
+                [migration.version, migration.name, migration.checksum, utc_now()],
+            )
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            con.execute("ROLLBACK")
+            raise MigrationError(
+                f"migration {migration.path} failed on {warehouse} and was rolled back: {exc}",
+                hint="fix the migration (it was not applied, so it may still be edited) and rerun",
+            ) from exc
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        names.append(migration.name)
+    return names
+
+
+def utc_now() -> datetime:
+    """Now as a naive UTC datetime: what annex stores in ``TIMESTAMP`` columns."""
+    return datetime.now(UTC).replace(tzinfo=None)
