@@ -12,6 +12,8 @@ APT_PACKAGES := libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejav
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export UV_PYTHON_DOWNLOADS ?= never
+# Trust the system certificate store (corporate proxies add their CA there).
+export UV_SYSTEM_CERTS ?= 1
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
 .PHONY: help setup system-deps uv demo test lint format bench dictionary clean
