@@ -1,0 +1,123 @@
+"""The collection: every list annex needs, as a stream of Arrow record batches.
+
+``collect_cluster`` lists nodes, pods, jobs, priority classes and events, one cluster-scope
+paged list per resource, one after another (never per-node lists: reference "server
+friendliness"), and yields one ``(table, RecordBatch)`` per page as it arrives, so that memory
+stays bounded by the page size whatever the cluster size. Records it cannot use go to
+``("rejected", batch)``; a final ``("lists", batch)`` says how each list went (snapshot
+resourceVersion, consistency, pages, retries, latency). Table names and schemas: ``schema``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from kubernetes import client
+
+from annex.errors import ClusterAccessError, CollectionError
+from annex.settings import KubernetesSettings
+from collectors.kubernetes import schema
+from collectors.kubernetes.decode import DECODERS, DecodeContext, rejected_batch
+from collectors.kubernetes.listing import (
+    ListCall,
+    Lister,
+    ListRecord,
+    ListStats,
+    latency_summary,
+    utc_now,
+)
+
+
+@dataclass(frozen=True)
+class Resource:
+    table: str
+    api_path: str
+    method: Callable[[client.ApiClient], ListCall]
+
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource("nodes", "/api/v1/nodes", lambda api: client.CoreV1Api(api).list_node),
+    Resource("pods", "/api/v1/pods", lambda api: client.CoreV1Api(api).list_pod_for_all_namespaces),
+    Resource(
+        "jobs",
+        "/apis/batch/v1/jobs",
+        lambda api: client.BatchV1Api(api).list_job_for_all_namespaces,
+    ),
+    Resource(
+        "priority_classes",
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        lambda api: client.SchedulingV1Api(api).list_priority_class,
+    ),
+    Resource(
+        "events",
+        "/api/v1/events",
+        lambda api: client.CoreV1Api(api).list_event_for_all_namespaces,
+    ),
+)
+"""What annex reads, in order. deploy/rbac.yaml grants exactly these (a test checks)."""
+
+
+def collect_cluster(
+    api: client.ApiClient,
+    *,
+    cluster: str,
+    settings: KubernetesSettings,
+    topology_levels: tuple[tuple[str, ...], ...],
+    on_page: Callable[[ListStats], None] | None = None,
+    lister: Lister | None = None,
+) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Yield ``(table_name, batch)`` for every page of every list, then ``("lists", batch)``.
+
+    Raises ``ClusterAccessError`` (unreachable, 401/403) or ``CollectionError`` (a page that
+    cannot be read after retries, a 410 with no way on); the consumer must then discard what it
+    received (the warehouse's ``load_collection`` does: one transaction per collection).
+    """
+    context = DecodeContext(balloons=settings.balloons, topology_levels=topology_levels)
+    lister = lister or Lister(settings)
+    records: list[ListRecord] = []
+    try:
+        for resource in RESOURCES:
+            decoder = DECODERS[resource.table](context)
+            record = ListRecord(resource.table, resource.api_path, settings.page_size, utc_now())
+            records.append(record)
+            pages = lister.pages(resource.method(api), record, decoder.decode, on_page)
+            for page in pages:
+                batch, rejected = decoder.build(page.decoded, page.attempt)
+                if batch.num_rows:
+                    yield resource.table, batch
+                if rejected:
+                    record.rejected += len(rejected)
+                    yield "rejected", rejected_batch(rejected)
+    except (ClusterAccessError, CollectionError) as exc:
+        raise type(exc)(f"cluster {cluster}: {exc.message}", hint=exc.hint) from exc
+    yield "lists", lists_batch(records)
+
+
+def lists_batch(records: list[ListRecord]) -> pa.RecordBatch:
+    """One row per list: the evidence of how complete and consistent the snapshot is."""
+    summaries = [latency_summary(r.latencies) for r in records]
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([r.resource for r in records], pa.string()),
+            pa.array([r.api_path for r in records], pa.string()),
+            pa.array([r.resource_version for r in records], pa.string()),
+            pa.array([r.consistent for r in records], pa.bool_()),
+            pa.array([r.pages for r in records], pa.int32()),
+            pa.array([r.items for r in records], pa.int64()),
+            pa.array([r.rejected for r in records], pa.int64()),
+            pa.array([r.restarts for r in records], pa.int32()),
+            pa.array([r.retries for r in records], pa.int32()),
+            pa.array([len(r.latencies) for r in records], pa.int32()),
+            pa.array([r.response_bytes for r in records], pa.int64()),
+            pa.array([r.page_size for r in records], pa.int32()),
+            pa.array([r.started_at for r in records], schema.TIMESTAMP),
+            pa.array([r.finished_at for r in records], schema.TIMESTAMP),
+            pa.array([s[0] for s in summaries], pa.float64()),
+            pa.array([s[1] for s in summaries], pa.float64()),
+            pa.array([s[2] for s in summaries], pa.float64()),
+            pa.array([sum(r.latencies) for r in records], pa.float64()),
+        ],
+        schema=schema.LISTS,
+    )

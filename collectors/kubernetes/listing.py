@@ -1,0 +1,323 @@
+"""Paged, raw LIST requests with the API server's error semantics (reference §1.2–1.4, §1.8).
+
+One cluster-wide list per resource, ``limit``/``continue`` pages fetched with
+``_preload_content=False`` (no model objects), each page decoded by the caller's ``decode``
+inside the retry loop so that a truncated body is fetched again. What each status means:
+
+* 410 Expired: the continue token (the snapshot) is gone. Restart the list from the beginning,
+  up to ``max_list_restarts`` times; then accept the server's inconsistent continue token from
+  the Status body and mark the snapshot ``consistent = False``.
+* 429: APF / max-inflight rejection with a plain-text body; wait ``Retry-After`` (at least) and
+  retry, never parsing the body.
+* 500/502/503/504 and connection errors: retry with capped, jittered exponential backoff, up to
+  ``max_retries`` times per request.
+* 401/403: ``ClusterAccessError`` naming the RBAC role annex needs.
+* a page that cannot be read or decoded after the retries: ``CollectionError`` naming the
+  resource and page.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+import msgspec
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+from annex.errors import ClusterAccessError, CollectionError
+from annex.settings import KubernetesSettings
+from collectors.kubernetes import objects
+
+RBAC_HINT = (
+    "annex needs get/list/watch on nodes, pods, events, jobs and priorityclasses: apply "
+    "deploy/rbac.yaml (ClusterRole annex-reader) and bind it to the identity in your kubeconfig"
+)
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+BACKOFF_BASE_SECONDS = 0.5
+
+T = TypeVar("T")
+"""A decoded page: anything with ``metadata`` (a ``ListMeta``) and ``items``."""
+
+ListCall = Callable[..., Any]
+"""A generated client method such as ``CoreV1Api.list_node``."""
+
+
+@dataclass(frozen=True)
+class ListStats:
+    """Progress of one list, reported after every page (for progress bars and logs)."""
+
+    resource: str
+    pages: int
+    items: int
+    remaining_item_count: int | None
+    """The server's estimate of the items still to come (absent on the last page)."""
+    restarts: int = 0
+    retries: int = 0
+
+
+@dataclass
+class ListRecord:
+    """What annex records about one list in ``audit.kubernetes_lists``."""
+
+    resource: str
+    api_path: str
+    page_size: int
+    started_at: datetime
+    resource_version: str | None = None
+    consistent: bool = True
+    pages: int = 0
+    items: int = 0
+    rejected: int = 0
+    restarts: int = 0
+    retries: int = 0
+    response_bytes: int = 0
+    finished_at: datetime | None = None
+    latencies: list[float] = field(default_factory=list)
+    """Seconds per request (including reading the body), failed ones too."""
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    number: int
+    """1-based, within the current attempt."""
+    attempt: int
+    """0 for the first pass over the list, +1 for each restart after a 410."""
+    decoded: T
+
+
+class _Expired(Exception):
+    def __init__(self, token: str | None) -> None:
+        super().__init__("continue token expired")
+        self.token = token
+
+
+def utc_now() -> datetime:
+    """Naive UTC, the warehouse's time convention."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Lister:
+    """Runs paged lists against one API server with the retry policy from the settings.
+
+    ``sleep`` and ``jitter`` are injectable so that tests can observe the waits.
+    """
+
+    def __init__(
+        self,
+        settings: KubernetesSettings,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        self.settings = settings
+        self.sleep = sleep
+        self.jitter = jitter
+
+    def pages(
+        self,
+        call: ListCall,
+        record: ListRecord,
+        decode: Callable[[bytes], T],
+        on_page: Callable[[ListStats], None] | None = None,
+    ) -> Iterator[Page[T]]:
+        """Yield every page of the list, decoded, updating ``record`` as it goes."""
+        token: str | None = None
+        attempt = 0
+        number = 0
+        while True:
+            number += 1
+            try:
+                decoded = self._fetch(call, record, decode, token, number)
+            except _Expired as expired:
+                if record.restarts < self.settings.max_list_restarts:
+                    # Start over for a consistent snapshot; rows of the abandoned attempt are
+                    # told apart by ``list_attempt``.
+                    record.restarts += 1
+                    attempt += 1
+                    token, number = None, 0
+                    record.pages = record.items = 0
+                    continue
+                if not expired.token:
+                    raise CollectionError(
+                        f"listing {record.resource}: the continue token expired (410) after "
+                        f"{record.restarts} restarts and the server offered no continuation",
+                        hint="raise kubernetes.max_list_restarts or list when the API server "
+                        "is less loaded",
+                    ) from None
+                record.consistent = False
+                token = expired.token
+                number -= 1
+                continue
+            meta = decoded.metadata  # type: ignore[attr-defined]
+            if number == 1:
+                record.resource_version = meta.resource_version
+            record.pages += 1
+            record.items += len(getattr(decoded, "items", ()))
+            yield Page(number, attempt, decoded)
+            if on_page is not None:
+                on_page(
+                    ListStats(
+                        record.resource,
+                        record.pages,
+                        record.items,
+                        meta.remaining_item_count,
+                        record.restarts,
+                        record.retries,
+                    )
+                )
+            if not meta.continue_:
+                record.finished_at = utc_now()
+                return
+            token = meta.continue_
+
+    def _fetch(
+        self,
+        call: ListCall,
+        record: ListRecord,
+        decode: Callable[[bytes], T],
+        token: str | None,
+        number: int,
+    ) -> T:
+        """One page, retried; raises ``_Expired`` on 410."""
+        failures = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                body = self._request(call, token)
+                record.response_bytes += len(body)
+                decoded = decode(body)
+                record.latencies.append(time.perf_counter() - started)
+                return decoded
+            except ApiException as exc:
+                record.latencies.append(time.perf_counter() - started)
+                status = exc.status or 0
+                if status in (401, 403):
+                    raise ClusterAccessError(
+                        f"the API server refused to list {record.resource} "
+                        f"({status} {exc.reason}): {_status_message(exc)}",
+                        hint=RBAC_HINT,
+                    ) from None
+                if status == 410:
+                    raise _Expired(_status_continue(exc)) from None
+                if status not in RETRYABLE_STATUSES:
+                    raise CollectionError(
+                        f"listing {record.resource} page {number} failed: {status} {exc.reason}: "
+                        f"{_status_message(exc)}",
+                        hint="check that the API server serves " + record.api_path,
+                    ) from None
+                problem = f"{status} {exc.reason}"
+                retry_after = _retry_after(exc) if status in (429, 503) else None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                record.latencies.append(time.perf_counter() - started)
+                problem = f"{type(exc).__name__}: {exc}"
+                retry_after = None
+                if failures >= self.settings.max_retries:
+                    if isinstance(exc, urllib3.exceptions.ProtocolError):
+                        raise CollectionError(
+                            f"listing {record.resource}: page {number} was cut off "
+                            f"after {failures + 1} attempts ({problem})",
+                            hint="the API server or a proxy closes large responses; "
+                            "try a smaller kubernetes.page_size",
+                        ) from None
+                    raise ClusterAccessError(
+                        f"cannot reach the API server to list {record.resource} "
+                        f"after {failures + 1} attempts: {problem}",
+                        hint="check the server address in the kubeconfig and the network",
+                    ) from None
+            except msgspec.DecodeError as exc:
+                record.latencies.append(time.perf_counter() - started)
+                problem = f"undecodable body: {exc}"
+                retry_after = None
+                if failures >= self.settings.max_retries:
+                    raise CollectionError(
+                        f"listing {record.resource}: page {number} is not valid JSON "
+                        f"after {failures + 1} attempts ({exc})",
+                        hint="the response was truncated or corrupted; "
+                        "try a smaller kubernetes.page_size",
+                    ) from None
+            if failures >= self.settings.max_retries:
+                raise CollectionError(
+                    f"listing {record.resource} page {number} still failed after "
+                    f"{failures + 1} attempts: {problem}",
+                    hint="the API server is overloaded or failing; retry later",
+                )
+            self.sleep(self._delay(failures, retry_after))
+            failures += 1
+            record.retries += 1
+
+    def _request(self, call: ListCall, token: str | None) -> bytes:
+        settings = self.settings
+        kwargs: dict[str, Any] = {
+            "limit": settings.page_size,
+            "_preload_content": False,
+            "_request_timeout": (
+                settings.connect_timeout_seconds,
+                settings.request_timeout_seconds,
+            ),
+        }
+        if token:
+            kwargs["_continue"] = token
+        response = call(**kwargs)
+        try:
+            return response.data
+        finally:
+            response.release_conn()
+
+    def _delay(self, failures: int, retry_after: float | None) -> float:
+        """Full-jitter exponential backoff, capped; never shorter than the server's
+        ``Retry-After``."""
+        cap = self.settings.max_backoff_seconds
+        backoff = min(cap, BACKOFF_BASE_SECONDS * 2**failures)
+        delay = backoff * (0.5 + 0.5 * self.jitter())
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        return delay
+
+
+def _status_body(exc: ApiException) -> objects.Status | None:
+    body = exc.body
+    if not body:
+        return None
+    try:
+        return msgspec.json.decode(body, type=objects.Status)
+    except (msgspec.DecodeError, TypeError):
+        return None
+
+
+def _status_message(exc: ApiException) -> str:
+    status = _status_body(exc)
+    if status is not None and status.message:
+        return status.message
+    return str(exc.body or "")[:200]
+
+
+def _status_continue(exc: ApiException) -> str | None:
+    status = _status_body(exc)
+    return status.metadata.continue_ if status is not None else None
+
+
+def _retry_after(exc: ApiException) -> float:
+    """``Retry-After`` in seconds (the API server sends an integer); 1 s when absent."""
+    headers = exc.headers or {}
+    value = headers.get("Retry-After") if hasattr(headers, "get") else None
+    try:
+        return max(0.0, float(value)) if value is not None else 1.0
+    except ValueError:
+        return 1.0
+
+
+def latency_summary(latencies: list[float]) -> tuple[float | None, float | None, float | None]:
+    """(max, p50, p99) by nearest rank; None when no request was made."""
+    if not latencies:
+        return None, None, None
+    ordered = sorted(latencies)
+
+    def rank(q: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.999999) - 1))]
+
+    return ordered[-1], rank(0.50), rank(0.99)

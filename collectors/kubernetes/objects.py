@@ -1,0 +1,252 @@
+"""msgspec Structs holding only the fields annex keeps of each Kubernetes object.
+
+Decoding a list page straight into these typed, partial structs skips everything else in the
+JSON (managedFields, env, volumes, images …) without building dicts for it: about 11× faster
+than ``orjson.loads`` into dicts (reference, "Measured: listing 75,000 pods"). Field names are
+the API's (camelCase via ``rename="camel"``); every field has a default because the API omits
+empty fields. ``gc=False``: these structs never form reference cycles, so the garbage collector
+need not track the hundreds of thousands a page holds.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+Quantity = str | int | float
+"""The API sends quantities as strings; numbers are accepted and parsed the same way."""
+
+
+class _Struct(msgspec.Struct, rename="camel", gc=False):
+    pass
+
+
+class OwnerReference(_Struct):
+    kind: str = ""
+    name: str = ""
+    controller: bool = False
+
+
+class ObjectMeta(_Struct):
+    name: str = ""
+    namespace: str | None = None
+    uid: str = ""
+    resource_version: str | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    labels: dict[str, str] | None = None
+    owner_references: list[OwnerReference] | None = None
+
+
+class ListMeta(_Struct):
+    resource_version: str | None = None
+    # ``continue`` is a Python keyword: map it explicitly.
+    continue_: str | None = msgspec.field(default=None, name="continue")
+    remaining_item_count: int | None = None
+
+
+class Condition(_Struct):
+    type: str = ""
+    status: str = ""
+    reason: str | None = None
+    last_transition_time: str | None = None
+
+
+# --- nodes -----------------------------------------------------------------------------------
+
+
+class Taint(_Struct):
+    key: str = ""
+    value: str | None = None
+    effect: str = ""
+
+
+class NodeSpec(_Struct):
+    unschedulable: bool = False
+    taints: list[Taint] | None = None
+    provider_id: str | None = msgspec.field(default=None, name="providerID")
+
+
+class NodeInfo(_Struct):
+    kubelet_version: str | None = None
+    container_runtime_version: str | None = None
+
+
+class NodeStatus(_Struct):
+    capacity: dict[str, Quantity] | None = None
+    allocatable: dict[str, Quantity] | None = None
+    conditions: list[Condition] | None = None
+    node_info: NodeInfo | None = None
+
+
+class Node(_Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+class NodeList(_Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[Node] = []
+
+
+# --- pods ------------------------------------------------------------------------------------
+
+
+class ResourceRequirements(_Struct):
+    requests: dict[str, Quantity] | None = None
+    limits: dict[str, Quantity] | None = None
+
+
+class Container(_Struct):
+    resources: ResourceRequirements | None = None
+    restart_policy: str | None = None
+
+
+class PodSpec(_Struct):
+    node_name: str | None = None
+    scheduler_name: str | None = None
+    runtime_class_name: str | None = None
+    priority: int | None = None
+    priority_class_name: str | None = None
+    containers: list[Container] = []
+    init_containers: list[Container] | None = None
+    overhead: dict[str, Quantity] | None = None
+
+
+class Terminated(_Struct):
+    finished_at: str | None = None
+
+
+class ContainerState(_Struct):
+    terminated: Terminated | None = None
+
+
+class ContainerStatus(_Struct):
+    state: ContainerState | None = None
+
+
+class PodStatus(_Struct):
+    phase: str | None = None
+    reason: str | None = None
+    nominated_node_name: str | None = None
+    qos_class: str | None = None
+    start_time: str | None = None
+    conditions: list[Condition] | None = None
+    container_statuses: list[ContainerStatus] | None = None
+
+
+class Pod(_Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+
+class PodList(_Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[Pod] = []
+
+
+# --- jobs ------------------------------------------------------------------------------------
+
+
+class JobSpec(_Struct):
+    parallelism: int | None = None
+    completions: int | None = None
+    suspend: bool | None = None
+
+
+class JobStatus(_Struct):
+    active: int | None = None
+    succeeded: int | None = None
+    failed: int | None = None
+    start_time: str | None = None
+    completion_time: str | None = None
+    conditions: list[Condition] | None = None
+
+
+class Job(_Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: JobSpec = msgspec.field(default_factory=JobSpec)
+    status: JobStatus = msgspec.field(default_factory=JobStatus)
+
+
+class JobList(_Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[Job] = []
+
+
+# --- priority classes ------------------------------------------------------------------------
+
+
+class PriorityClass(_Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str | None = None
+    description: str | None = None
+
+
+class PriorityClassList(_Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[PriorityClass] = []
+
+
+# --- events (core/v1) ------------------------------------------------------------------------
+
+
+class ObjectReference(_Struct):
+    kind: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    uid: str | None = None
+
+
+class EventSource(_Struct):
+    component: str | None = None
+    host: str | None = None
+
+
+class EventSeries(_Struct):
+    count: int | None = None
+    last_observed_time: str | None = None
+
+
+class Event(_Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    involved_object: ObjectReference = msgspec.field(default_factory=ObjectReference)
+    reason: str | None = None
+    message: str | None = None
+    type: str | None = None
+    count: int | None = None
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+    event_time: str | None = None
+    series: EventSeries | None = None
+    reporting_component: str | None = None
+    source: EventSource | None = None
+
+
+class EventList(_Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[Event] = []
+
+
+# --- for salvaging a page that does not fit the structs ----------------------------------------
+
+
+class RawList(_Struct):
+    """A page with its items left undecoded: used to decode items one by one (so that one bad
+    item is rejected, not the whole page) and to keep a rejected item's original bytes."""
+
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[msgspec.Raw] = []
+
+
+class Status(_Struct):
+    """The API's error body (``kind: Status``); a 410 Expired carries an inconsistent
+    continue token in ``metadata.continue``."""
+
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    message: str | None = None
+    reason: str | None = None
+    code: int | None = None

@@ -1,0 +1,70 @@
+"""deploy/rbac.yaml grants exactly what the collector requests, and never Secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from annex.settings import TOPOLOGY_PRESETS, KubernetesSettings
+from collectors.kubernetes import RESOURCES, collect_cluster
+from collectors.kubernetes import testing as t
+
+RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
+
+
+def role_rules() -> list[dict]:
+    documents = list(yaml.safe_load_all(RBAC.read_text()))
+    roles = [d for d in documents if d["kind"] == "ClusterRole"]
+    assert len(roles) == 1
+    binding = next(d for d in documents if d["kind"] == "ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == roles[0]["metadata"]["name"]
+    return roles[0]["rules"]
+
+
+def request_attributes(path: str) -> tuple[str, str]:
+    """(apiGroup, resource) of a cluster-scope list path, as the RBAC authorizer sees it."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "api":  # /api/v1/<resource>
+        return "", parts[2]
+    return parts[1], parts[3]  # /apis/<group>/<version>/<resource>
+
+
+def allowed(rules: list[dict], group: str, resource: str, verb: str) -> bool:
+    return any(
+        group in rule["apiGroups"] and resource in rule["resources"] and verb in rule["verbs"]
+        for rule in rules
+    )
+
+
+def test_role_is_read_only_and_never_grants_secrets():
+    for rule in role_rules():
+        assert set(rule["verbs"]) <= {"get", "list", "watch"}
+        assert "secrets" not in rule["resources"] and "*" not in rule["resources"]
+        assert "*" not in rule["apiGroups"]
+
+
+def test_every_request_the_collector_makes_is_allowed():
+    fake = t.FakeCluster({r.api_path: [] for r in RESOURCES})
+    list(
+        collect_cluster(
+            t.FakeApiClient(fake),
+            cluster="c",
+            settings=KubernetesSettings(),
+            topology_levels=TOPOLOGY_PRESETS["generic"],
+        )
+    )
+    rules = role_rules()
+    requested = {request_attributes(path) for path, _ in fake.requests}
+    assert requested == {request_attributes(r.api_path) for r in RESOURCES}
+    for group, resource in requested:
+        assert allowed(rules, group, resource, "list"), (group, resource)
+        assert resource != "secrets"
+
+
+def test_role_grants_nothing_the_collector_does_not_read():
+    read = {request_attributes(r.api_path) for r in RESOURCES}
+    granted = {
+        (g, res) for rule in role_rules() for g in rule["apiGroups"] for res in rule["resources"]
+    }
+    assert granted == read

@@ -1,0 +1,99 @@
+"""The Kubernetes source model: how ``collectors/kubernetes`` batches land in the warehouse.
+
+Tables (created by ``migrations/0002_kubernetes.sql``, every core/marts column commented):
+
+* ``raw.kubernetes_{nodes,pods,jobs,priority_classes,events}``: kept fields, a row per change.
+* ``core.nodes`` (slowly changing: ``valid_from``/``valid_to``), ``core.node_gpu_resources``,
+  ``core.pods``, ``core.jobs``, ``core.priority_classes``, ``core.events`` (current state per
+  object, ``present``/``vanished_at``), ``core.gpu_allocations`` (intervals).
+* ``audit.kubernetes_lists``: each list of each collection (snapshot RV, consistency, latency).
+* ``marts.node_gpu_capacity``, ``marts.fleet_gpu_by_{model,pool,domain,namespace}``,
+  ``marts.fleet_summary``.
+
+The staging tables' columns are the collector's Arrow field names (a test checks both agree);
+the merge is plain SQL in ``kubernetes_merge.sql``. The four "current state" tables share one
+merge pattern, written once below.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from warehouse.load import SourceModel
+
+_HERE = Path(__file__).parent
+
+CURRENT_STATE_TABLES: dict[str, str] = {
+    "pods": "pod_uid",
+    "jobs": "job_uid",
+    "priority_classes": "priority_class_uid",
+    "events": "event_uid",
+}
+"""Tables kept as one current row per object: table name -> key column."""
+
+_CURRENT_STATE_SQL = """
+CREATE OR REPLACE TEMP TABLE k8s_snapshot_{table} AS
+SELECT *, md5(to_json(struct_pack(*COLUMNS(* EXCLUDE (resource_version))))) AS content_hash
+FROM (
+    SELECT * EXCLUDE (list_attempt)
+    FROM stage_{table}
+    WHERE list_attempt = (SELECT max(list_attempt) FROM stage_{table})
+    QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY resource_version DESC) = 1
+);
+
+CREATE OR REPLACE TEMP TABLE k8s_changed_{table} AS
+SELECT s.*, c.first_seen_at AS known_since
+FROM k8s_snapshot_{table} AS s
+LEFT JOIN core.{table} AS c
+    ON c.cluster = getvariable('cluster') AND c.{key} = s.{key}
+WHERE c.{key} IS NULL OR c.content_hash <> s.content_hash OR NOT c.present;
+
+INSERT INTO raw.kubernetes_{table} BY NAME
+SELECT
+    getvariable('cluster') AS cluster,
+    getvariable('collection_id') AS collection_id,
+    getvariable('collected_at') AS collected_at,
+    * EXCLUDE (known_since)
+FROM k8s_changed_{table};
+
+DELETE FROM core.{table} AS c
+WHERE c.cluster = getvariable('cluster')
+  AND c.{key} IN (SELECT {key} FROM k8s_changed_{table});
+
+INSERT INTO core.{table} BY NAME
+SELECT
+    getvariable('cluster') AS cluster,
+    * EXCLUDE (known_since),
+    coalesce(known_since, getvariable('collected_at')) AS first_seen_at,
+    getvariable('collected_at') AS changed_at,
+    true AS present,
+    NULL::TIMESTAMP AS vanished_at,
+    getvariable('collection_id') AS collection_id
+FROM k8s_changed_{table};
+
+UPDATE core.{table} AS c
+SET present = false,
+    vanished_at = getvariable('collected_at'),
+    collection_id = getvariable('collection_id')
+WHERE c.cluster = getvariable('cluster') AND c.present
+  AND coalesce((SELECT consistent FROM k8s_list_consistency WHERE resource = '{table}'), false)
+  AND NOT EXISTS (SELECT 1 FROM k8s_snapshot_{table} AS s WHERE s.{key} = c.{key});
+
+DROP TABLE k8s_changed_{table};
+"""
+
+
+def _merge_sql() -> str:
+    blocks = "\n".join(
+        _CURRENT_STATE_SQL.format(table=table, key=key)
+        for table, key in CURRENT_STATE_TABLES.items()
+    )
+    template = (_HERE / "kubernetes_merge.sql").read_text(encoding="utf-8")
+    return template.replace("{current_state}", blocks)
+
+
+KUBERNETES_MODEL = SourceModel(
+    source="kubernetes",
+    staging_sql=(_HERE / "kubernetes_staging.sql").read_text(encoding="utf-8"),
+    merge_sql=_merge_sql(),
+)

@@ -1,0 +1,150 @@
+-- Merge of one Kubernetes collection (runs in the collection's transaction, after staging).
+--
+-- 1. Snapshot: for each resource, the rows of the list's last attempt (a list restarted after
+--    410 Expired re-sent its first pages), one per uid, with a content hash of the kept fields
+--    (resource_version excluded: it changes on every write, even of fields annex ignores).
+-- 2. raw.*: append versions whose hash differs from core's current one (history grows with
+--    change, not with snapshots x objects; loading the same snapshot twice appends nothing).
+-- 3. core.nodes: slowly changing rows. core.pods/jobs/priority_classes/events: current state.
+-- 4. core.gpu_allocations: open intervals for bound GPU pods, close them at the pod's finish,
+--    or at the collection time when the pod is gone from a CONSISTENT snapshot.
+-- Objects absent from an inconsistent list are never closed or marked gone.
+-- The CURRENT STATE placeholder below is filled by warehouse/models/kubernetes.py.
+
+CREATE OR REPLACE TEMP TABLE k8s_list_consistency AS
+SELECT resource, bool_and(consistent) AS consistent
+FROM stage_lists
+GROUP BY resource;
+
+CREATE OR REPLACE TEMP TABLE k8s_snapshot_nodes AS
+SELECT *, md5(to_json(struct_pack(*COLUMNS(* EXCLUDE (resource_version))))) AS content_hash
+FROM (
+    SELECT * EXCLUDE (list_attempt)
+    FROM stage_nodes
+    WHERE list_attempt = (SELECT max(list_attempt) FROM stage_nodes)
+    QUALIFY row_number() OVER (PARTITION BY node_uid ORDER BY resource_version DESC) = 1
+);
+
+INSERT INTO raw.kubernetes_nodes BY NAME
+SELECT
+    getvariable('cluster') AS cluster,
+    getvariable('collection_id') AS collection_id,
+    getvariable('collected_at') AS collected_at,
+    s.*
+FROM k8s_snapshot_nodes AS s
+WHERE NOT EXISTS (
+    SELECT 1 FROM core.nodes AS c
+    WHERE c.cluster = getvariable('cluster') AND c.node_uid = s.node_uid
+      AND c.valid_to IS NULL AND c.content_hash = s.content_hash
+);
+
+UPDATE core.nodes AS c
+SET valid_to = getvariable('collected_at'),
+    closed_reason = 'changed',
+    closed_collection_id = getvariable('collection_id')
+FROM k8s_snapshot_nodes AS s
+WHERE c.cluster = getvariable('cluster') AND c.valid_to IS NULL
+  AND c.node_uid = s.node_uid AND c.content_hash <> s.content_hash;
+
+UPDATE core.nodes AS c
+SET valid_to = getvariable('collected_at'),
+    closed_reason = 'removed',
+    closed_collection_id = getvariable('collection_id')
+WHERE c.cluster = getvariable('cluster') AND c.valid_to IS NULL
+  AND coalesce((SELECT consistent FROM k8s_list_consistency WHERE resource = 'nodes'), false)
+  AND NOT EXISTS (SELECT 1 FROM k8s_snapshot_nodes AS s WHERE s.node_uid = c.node_uid);
+
+INSERT INTO core.nodes BY NAME
+SELECT
+    getvariable('cluster') AS cluster,
+    s.*,
+    getvariable('collected_at') AS valid_from,
+    getvariable('collection_id') AS collection_id
+FROM k8s_snapshot_nodes AS s
+WHERE NOT EXISTS (
+    SELECT 1 FROM core.nodes AS c
+    WHERE c.cluster = getvariable('cluster') AND c.node_uid = s.node_uid AND c.valid_to IS NULL
+);
+
+{current_state}
+
+-- GPU allocation intervals. Close first (terminal pods, vanished pods), then open new ones.
+
+UPDATE core.gpu_allocations AS a
+SET valid_to = greatest(a.valid_from, coalesce(p.finished_at, getvariable('collected_at'))),
+    valid_to_source = CASE WHEN p.finished_at IS NOT NULL THEN 'finished' ELSE 'collected' END,
+    valid_to_inferred = p.finished_at IS NULL,
+    closed_collection_id = getvariable('collection_id')
+FROM k8s_snapshot_pods AS p
+WHERE a.cluster = getvariable('cluster') AND a.valid_to IS NULL
+  AND a.pod_uid = p.pod_uid AND p.phase IN ('Succeeded', 'Failed');
+
+UPDATE core.gpu_allocations AS a
+SET valid_to = greatest(
+        a.valid_from,
+        least(getvariable('collected_at'),
+              coalesce(p.deletion_timestamp, getvariable('collected_at')))),
+    valid_to_source = CASE
+        WHEN p.deletion_timestamp IS NOT NULL
+             AND p.deletion_timestamp < getvariable('collected_at') THEN 'deleted'
+        ELSE 'vanished' END,
+    valid_to_inferred = true,
+    closed_collection_id = getvariable('collection_id')
+FROM core.pods AS p
+WHERE a.cluster = getvariable('cluster') AND a.valid_to IS NULL
+  AND p.cluster = a.cluster AND p.pod_uid = a.pod_uid
+  AND coalesce((SELECT consistent FROM k8s_list_consistency WHERE resource = 'pods'), false)
+  AND NOT EXISTS (SELECT 1 FROM k8s_snapshot_pods AS s WHERE s.pod_uid = a.pod_uid);
+
+INSERT INTO core.gpu_allocations BY NAME
+SELECT
+    getvariable('cluster') AS cluster,
+    p.pod_uid,
+    p.namespace,
+    p.pod_name,
+    p.job_name,
+    p.node_name,
+    p.r.resource_name AS resource_name,
+    p.r.gpus AS gpus,
+    p.category,
+    p.priority_class_name,
+    coalesce(p.scheduled_at, p.started_at, p.creation_timestamp, getvariable('collected_at'))
+        AS valid_from,
+    CASE
+        WHEN p.scheduled_at IS NOT NULL THEN 'scheduled'
+        WHEN p.started_at IS NOT NULL THEN 'started'
+        WHEN p.creation_timestamp IS NOT NULL THEN 'created'
+        ELSE 'collected' END AS valid_from_source,
+    CASE WHEN p.terminal THEN greatest(
+        coalesce(p.scheduled_at, p.started_at, p.creation_timestamp, getvariable('collected_at')),
+        coalesce(p.finished_at, getvariable('collected_at'))) END AS valid_to,
+    CASE WHEN p.terminal THEN
+        CASE WHEN p.finished_at IS NOT NULL THEN 'finished' ELSE 'collected' END END
+        AS valid_to_source,
+    CASE WHEN p.terminal THEN p.finished_at IS NULL END AS valid_to_inferred,
+    getvariable('collection_id') AS opened_collection_id,
+    CASE WHEN p.terminal THEN getvariable('collection_id') END AS closed_collection_id
+FROM (
+    SELECT *, phase IN ('Succeeded', 'Failed') AS terminal, unnest(gpu_requests) AS r
+    FROM k8s_snapshot_pods
+    WHERE node_name IS NOT NULL
+) AS p
+WHERE NOT EXISTS (
+    SELECT 1 FROM core.gpu_allocations AS a
+    WHERE a.cluster = getvariable('cluster') AND a.pod_uid = p.pod_uid
+      AND a.resource_name = p.r.resource_name
+);
+
+INSERT INTO audit.kubernetes_lists BY NAME
+SELECT
+    getvariable('collection_id') AS collection_id,
+    getvariable('cluster') AS cluster,
+    *
+FROM stage_lists;
+
+DROP TABLE k8s_list_consistency;
+DROP TABLE k8s_snapshot_nodes;
+DROP TABLE k8s_snapshot_pods;
+DROP TABLE k8s_snapshot_jobs;
+DROP TABLE k8s_snapshot_priority_classes;
+DROP TABLE k8s_snapshot_events;
