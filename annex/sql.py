@@ -126,10 +126,10 @@ def _execute_and_print(
     parameters: list[object] | None = None,
 ) -> None:
     try:
-        result = con.execute(query, parameters) if parameters else con.execute(query)
-        if result.description is None:
+        relation = con.sql(query, params=parameters)
+        if relation is None:  # a statement without a result (SET, PRAGMA, ...)
             return
-        reader = result.to_arrow_reader(batch_size=10_000)
+        reader = relation.to_arrow_reader(batch_size=10_000)
     except duckdb.Error as exc:
         raise QueryError(str(exc).strip(), hint="'.tables' lists what there is to query") from None
     if output_format == "csv":

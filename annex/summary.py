@@ -1,0 +1,145 @@
+"""The fleet summary printed after a collection, read back from the published warehouse copy.
+
+Every number comes from the ``marts`` views, the same ones analysts and reports read, so what
+the terminal shows is what ``annex sql`` and the PDFs show. Only whole GPUs are summed as
+GPUs; MIG slices are shown apart, never added to GPU counts.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import duckdb
+from rich.console import Console
+from rich.table import Table
+
+from annex.settings import Settings
+
+TOP = 10
+"""Rows shown per breakdown; the full breakdowns are in the marts."""
+
+BY_MODEL = """
+select coalesce(gpu_product, '(no GPU product label)') as "GPU model",
+       case when whole_gpus then 'GPU' else replace(resource_name, 'nvidia.com/', '') || ' slice'
+       end as unit,
+       nodes, capacity, allocated_workload as workload, allocated_balloon as balloon,
+       free, unavailable
+from marts.fleet_gpu_by_model where cluster = ?
+order by whole_gpus desc, capacity desc limit {top}
+"""
+
+BY_NAMESPACE = """
+select namespace, gpu_pods_counted as "GPU pods", gpus_workload as "GPUs workload",
+       gpus_balloon as "GPUs balloon", mig_slices_allocated as "MIG slices",
+       queued_gpus as "GPUs queued"
+from marts.fleet_gpu_by_namespace
+where cluster = ? and gpus_workload + gpus_balloon + mig_slices_allocated + queued_gpus > 0
+order by gpus_workload + gpus_balloon desc, namespace limit {top}
+"""
+
+BY_DOMAIN = """
+select domain as "failure domain", level_label as label, nodes, capacity,
+       allocated_workload as workload, allocated_balloon as balloon, free, unavailable,
+       round(100 * blast_radius_share, 1) as "% of fleet"
+from marts.fleet_gpu_by_domain
+where cluster = ? and whole_gpus
+  and level = (select min(level) from marts.fleet_gpu_by_domain where cluster = ?)
+order by capacity desc, domain limit {top}
+"""
+
+
+def print_fleet_summary(settings: Settings, *, console: Console | None = None) -> None:
+    """Print each cluster's headline figures and its GPU breakdowns."""
+    from warehouse import Warehouse
+
+    console = console or Console(file=sys.stdout, width=110)
+    with Warehouse(settings.warehouse).reader() as con:
+        for cluster in _rows(con, "select * from marts.fleet_summary order by cluster"):
+            _print_cluster(con, console, cluster)
+
+
+def _rows(con: duckdb.DuckDBPyConnection, query: str, *params: Any) -> list[dict[str, Any]]:
+    cursor = con.execute(query, list(params))
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _print_cluster(
+    con: duckdb.DuckDBPyConnection, console: Console, summary: dict[str, Any]
+) -> None:
+    name = summary["cluster"]
+    console.rule(f"[bold]fleet summary: {name}")
+    console.print(_headline(summary))
+    for title, query, params in (
+        ("GPUs by model", BY_MODEL, (name,)),
+        ("GPUs by namespace (holders of GPUs)", BY_NAMESPACE, (name,)),
+        ("GPUs by failure domain (broadest level)", BY_DOMAIN, (name, name)),
+    ):
+        rows = _rows(con, query.format(top=TOP), *params)
+        if rows:
+            console.print(_table(title, rows))
+
+
+def _headline(s: dict[str, Any]) -> Table:
+    capacity = s["gpus_capacity"] or 0
+
+    def share(value: int | None) -> str:
+        if not capacity or value is None:
+            return _text(value)
+        return f"{_text(value)}  ({100 * value / capacity:.1f}%)"
+
+    consistent = "consistent" if s["snapshot_consistent"] else "NOT consistent (see audit)"
+    rows = [
+        (
+            "nodes",
+            f"{_text(s['nodes'])}: {_text(s['ready_nodes'])} ready, "
+            f"{_text(s['cordoned_nodes'])} cordoned, {_text(s['gpu_nodes'])} with GPUs",
+        ),
+        ("GPUs (whole)", _text(capacity)),
+        ("  allocated to workloads", share(s["gpus_allocated_workload"])),
+        ("  reserved by balloon pods", share(s["gpus_allocated_balloon"])),
+        ("  free", share(s["gpus_free"])),
+        ("  unavailable", share(s["gpus_unavailable"])),
+        (
+            "MIG slices",
+            f"{_text(s['mig_slices_allocated'])} of {_text(s['mig_slices_capacity'])} allocated",
+        ),
+        (
+            "pods",
+            f"{_text(s['pods'])}: {_text(s['pods_counted'])} holding resources, "
+            f"{_text(s['balloon_pods'])} balloons, {_text(s['queued_pods'])} queued "
+            f"(asking for {_text(s['queued_gpus'])} GPUs)",
+        ),
+        ("collected", f"{s['last_collected_at']:%Y-%m-%d %H:%M:%S} UTC, snapshot {consistent}"),
+        ("collection id", str(s["last_collection_id"])),
+    ]
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim")
+    grid.add_column()
+    for label, value in rows:
+        grid.add_row(label, value)
+    return grid
+
+
+def _table(title: str, rows: list[dict[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold", title_style="bold")
+    columns = list(rows[0])
+    for column in columns:
+        numeric = isinstance(rows[0][column], int | float) and not isinstance(rows[0][column], bool)
+        table.add_column(column, justify="right" if numeric else "left")
+    for row in rows:
+        table.add_row(*(_text(row[c]) for c in columns))
+    return table
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
