@@ -14,6 +14,8 @@ UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export UV_PYTHON_DOWNLOADS ?= never
 # Trust the system certificate store (corporate proxies add their CA there).
 export UV_SYSTEM_CERTS ?= 1
+# Compile bytecode at install: start-up stays fast where PYTHONDONTWRITEBYTECODE is set.
+export UV_COMPILE_BYTECODE ?= 1
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
 .PHONY: help setup system-deps uv demo test lint format bench dictionary clean

@@ -283,7 +283,10 @@ def open_duckdb(
     scheduled run for as long as that session stays open.
     """
     try:
-        return duckdb.connect(str(path), read_only=read_only)
+        con = duckdb.connect(str(path), read_only=read_only)
+        # No progress bar: annex prints its own, and DuckDB's would interleave with it.
+        con.execute("SET enable_progress_bar = false")
+        return con
     except duckdb.IOException as exc:
         text = str(exc)
         if "lock" not in text.lower():

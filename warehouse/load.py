@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -246,8 +247,16 @@ def _keep_rejected(con: duckdb.DuckDBPyConnection) -> int:
 def _run_statements(con: duckdb.DuckDBPyConnection, sql: str, what: str) -> None:
     """Run ';'-separated statements one by one, so an error names the statement that failed."""
     for number, statement in enumerate(con.extract_statements(sql), start=1):
+        started = time.perf_counter()
         try:
             con.execute(statement)
+            log.debug(
+                "%s statement %d took %.3f s: %s",
+                what,
+                number,
+                time.perf_counter() - started,
+                statement.query.strip().splitlines()[0][:80],
+            )
         except duckdb.Error as exc:
             first_line = statement.query.strip().splitlines()[0][:120]
             raise WarehouseError(

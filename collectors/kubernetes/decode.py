@@ -215,6 +215,8 @@ class ResourceDecoder(Generic[T]):
         self._page_decoder = msgspec.json.Decoder(self.list_type)
         self._raw_decoder = msgspec.json.Decoder(objects.RawList)
         self._item_decoder = msgspec.json.Decoder(self.item_type)
+        self._seen_uids: set[str] = set()
+        self._seen_attempt = -1
 
     def decode(self, body: bytes) -> DecodedPage[T]:
         """Decode a page. Raises ``msgspec.DecodeError`` when the body is not (complete) JSON."""
@@ -247,9 +249,22 @@ class ResourceDecoder(Generic[T]):
         rejected = list(page.rejected)
         keep: list[T] = []
         extras: list[Any] = []
+        if attempt != self._seen_attempt:  # a restarted list is a new snapshot
+            self._seen_uids.clear()
+            self._seen_attempt = attempt
+        seen = self._seen_uids
         for index, item in enumerate(page.items):
             try:
                 extras.append(self.check(item))
+                uid = item.metadata.uid  # type: ignore[attr-defined]
+                if uid in seen:
+                    extras.pop()
+                    raise Rejected(
+                        "duplicate_object",
+                        f"the list returned {self.table} uid {uid} twice in one snapshot; "
+                        "the first copy was kept",
+                    )
+                seen.add(uid)
             except Rejected as why:
                 locator = _locator(self.table, item.metadata)  # type: ignore[attr-defined]
                 raw = page.raw_item(index)

@@ -270,3 +270,19 @@ def test_schemas_cover_every_yielded_table():
         "rejected",
         "lists",
     }
+
+
+def test_object_repeated_within_one_snapshot_is_kept_once_and_a_restart_resets():
+    decoder = PodDecoder(CONTEXT)
+    first = decoder.decode(page("PodList", [t.pod("a"), t.pod("b")]))
+    again = decoder.decode(page("PodList", [t.pod("b"), t.pod("c")]))
+    batch1, rejected1 = decoder.build(first, 0)
+    batch2, rejected2 = decoder.build(again, 0)
+    assert [r["pod_name"] for r in batch1.to_pylist()] == ["a", "b"]
+    assert [r["pod_name"] for r in batch2.to_pylist()] == ["c"]
+    assert rejected1 == []
+    assert [r.reason_code for r in rejected2] == ["duplicate_object"]
+    assert json.loads(rejected2[0].raw)["metadata"]["name"] == "b"
+    # A restarted list (attempt 1) is a new snapshot: the same objects are welcome again.
+    restarted, rejected3 = decoder.build(decoder.decode(page("PodList", [t.pod("a")])), 1)
+    assert [r["pod_name"] for r in restarted.to_pylist()] == ["a"] and rejected3 == []

@@ -6,7 +6,7 @@ CREATE TABLE raw.kubernetes_nodes (
     cluster VARCHAR NOT NULL,
     collection_id VARCHAR NOT NULL,
     collected_at TIMESTAMP NOT NULL,
-    content_hash VARCHAR NOT NULL,
+    content_hash UBIGINT NOT NULL,
     node_uid VARCHAR,
     node_name VARCHAR,
     resource_version VARCHAR,
@@ -44,7 +44,7 @@ CREATE TABLE raw.kubernetes_pods (
     cluster VARCHAR NOT NULL,
     collection_id VARCHAR NOT NULL,
     collected_at TIMESTAMP NOT NULL,
-    content_hash VARCHAR NOT NULL,
+    content_hash UBIGINT NOT NULL,
     pod_uid VARCHAR,
     namespace VARCHAR,
     pod_name VARCHAR,
@@ -82,7 +82,7 @@ CREATE TABLE raw.kubernetes_jobs (
     cluster VARCHAR NOT NULL,
     collection_id VARCHAR NOT NULL,
     collected_at TIMESTAMP NOT NULL,
-    content_hash VARCHAR NOT NULL,
+    content_hash UBIGINT NOT NULL,
     job_uid VARCHAR,
     namespace VARCHAR,
     job_name VARCHAR,
@@ -109,7 +109,7 @@ CREATE TABLE raw.kubernetes_priority_classes (
     cluster VARCHAR NOT NULL,
     collection_id VARCHAR NOT NULL,
     collected_at TIMESTAMP NOT NULL,
-    content_hash VARCHAR NOT NULL,
+    content_hash UBIGINT NOT NULL,
     priority_class_uid VARCHAR,
     priority_class_name VARCHAR,
     resource_version VARCHAR,
@@ -128,7 +128,7 @@ CREATE TABLE raw.kubernetes_events (
     cluster VARCHAR NOT NULL,
     collection_id VARCHAR NOT NULL,
     collected_at TIMESTAMP NOT NULL,
-    content_hash VARCHAR NOT NULL,
+    content_hash UBIGINT NOT NULL,
     event_uid VARCHAR,
     namespace VARCHAR,
     event_name VARCHAR,
@@ -182,7 +182,7 @@ CREATE TABLE core.nodes (
     kubelet_version VARCHAR,
     container_runtime_version VARCHAR,
     provider_id VARCHAR,
-    content_hash VARCHAR NOT NULL,
+    content_hash UBIGINT NOT NULL,
     valid_from TIMESTAMP NOT NULL,
     valid_to TIMESTAMP,
     closed_reason VARCHAR,
@@ -252,7 +252,7 @@ COMMENT ON COLUMN core.nodes.container_runtime_version IS
 COMMENT ON COLUMN core.nodes.provider_id IS
     'spec.providerID: the cloud instance behind the node.';
 COMMENT ON COLUMN core.nodes.content_hash IS
-    'MD5 of this version''s kept fields (resource_version excluded): a new version is recorded only when it changes.';
+    '64-bit DuckDB hash() of this version''s kept fields (resource_version excluded): a new version is recorded only when it changes.';
 COMMENT ON COLUMN core.nodes.valid_from IS
     'collected_at of the collection that first saw this version (UTC).';
 COMMENT ON COLUMN core.nodes.valid_to IS
@@ -294,7 +294,7 @@ CREATE TABLE core.pods (
     queued BOOLEAN,
     is_balloon BOOLEAN,
     category VARCHAR,
-    content_hash VARCHAR NOT NULL,
+    content_hash UBIGINT NOT NULL,
     first_seen_at TIMESTAMP NOT NULL,
     changed_at TIMESTAMP NOT NULL,
     present BOOLEAN NOT NULL,
@@ -364,7 +364,7 @@ COMMENT ON COLUMN core.pods.is_balloon IS
 COMMENT ON COLUMN core.pods.category IS
     'workload or balloon: the bucket its allocated GPUs are reported in.';
 COMMENT ON COLUMN core.pods.content_hash IS
-    'MD5 of the kept fields (resource_version excluded); the row is updated only when it changes.';
+    '64-bit DuckDB hash() of the kept fields (resource_version excluded); the row is updated only when it changes.';
 COMMENT ON COLUMN core.pods.first_seen_at IS
     'collected_at of the first collection that saw the object (UTC).';
 COMMENT ON COLUMN core.pods.changed_at IS
@@ -395,7 +395,7 @@ CREATE TABLE core.jobs (
     started_at TIMESTAMP,
     completed_at TIMESTAMP,
     finished_condition VARCHAR,
-    content_hash VARCHAR NOT NULL,
+    content_hash UBIGINT NOT NULL,
     first_seen_at TIMESTAMP NOT NULL,
     changed_at TIMESTAMP NOT NULL,
     present BOOLEAN NOT NULL,
@@ -443,7 +443,7 @@ COMMENT ON COLUMN core.jobs.completed_at IS
 COMMENT ON COLUMN core.jobs.finished_condition IS
     'Complete or Failed when that condition is True; NULL while the job runs.';
 COMMENT ON COLUMN core.jobs.content_hash IS
-    'MD5 of the kept fields (resource_version excluded); the row is updated only when it changes.';
+    '64-bit DuckDB hash() of the kept fields (resource_version excluded); the row is updated only when it changes.';
 COMMENT ON COLUMN core.jobs.first_seen_at IS
     'collected_at of the first collection that saw the object (UTC).';
 COMMENT ON COLUMN core.jobs.changed_at IS
@@ -466,7 +466,7 @@ CREATE TABLE core.priority_classes (
     preemption_policy VARCHAR,
     description VARCHAR,
     is_balloon BOOLEAN,
-    content_hash VARCHAR NOT NULL,
+    content_hash UBIGINT NOT NULL,
     first_seen_at TIMESTAMP NOT NULL,
     changed_at TIMESTAMP NOT NULL,
     present BOOLEAN NOT NULL,
@@ -498,7 +498,7 @@ COMMENT ON COLUMN core.priority_classes.description IS
 COMMENT ON COLUMN core.priority_classes.is_balloon IS
     'Whether pods of this class are balloons under the configured balloon rule.';
 COMMENT ON COLUMN core.priority_classes.content_hash IS
-    'MD5 of the kept fields (resource_version excluded); the row is updated only when it changes.';
+    '64-bit DuckDB hash() of the kept fields (resource_version excluded); the row is updated only when it changes.';
 COMMENT ON COLUMN core.priority_classes.first_seen_at IS
     'collected_at of the first collection that saw the object (UTC).';
 COMMENT ON COLUMN core.priority_classes.changed_at IS
@@ -530,7 +530,7 @@ CREATE TABLE core.events (
     reporting_component VARCHAR,
     source_host VARCHAR,
     message VARCHAR,
-    content_hash VARCHAR NOT NULL,
+    content_hash UBIGINT NOT NULL,
     first_seen_at TIMESTAMP NOT NULL,
     changed_at TIMESTAMP NOT NULL,
     present BOOLEAN NOT NULL,
@@ -580,7 +580,7 @@ COMMENT ON COLUMN core.events.source_host IS
 COMMENT ON COLUMN core.events.message IS
     'message (attacker-controllable text: escape before display).';
 COMMENT ON COLUMN core.events.content_hash IS
-    'MD5 of the kept fields (resource_version excluded); the row is updated only when it changes.';
+    '64-bit DuckDB hash() of the kept fields (resource_version excluded); the row is updated only when it changes.';
 COMMENT ON COLUMN core.events.first_seen_at IS
     'collected_at of the first collection that saw the object (UTC).';
 COMMENT ON COLUMN core.events.changed_at IS

@@ -33,12 +33,11 @@ CURRENT_STATE_TABLES: dict[str, str] = {
 
 _CURRENT_STATE_SQL = """
 CREATE OR REPLACE TEMP TABLE k8s_snapshot_{table} AS
-SELECT *, md5(to_json(struct_pack(*COLUMNS(* EXCLUDE (resource_version))))) AS content_hash
+SELECT *, hash(*COLUMNS(* EXCLUDE (resource_version))) AS content_hash
 FROM (
     SELECT * EXCLUDE (list_attempt)
     FROM stage_{table}
     WHERE list_attempt = (SELECT max(list_attempt) FROM stage_{table})
-    QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY resource_version DESC) = 1
 );
 
 CREATE OR REPLACE TEMP TABLE k8s_changed_{table} AS

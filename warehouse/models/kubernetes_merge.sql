@@ -1,7 +1,8 @@
 -- Merge of one Kubernetes collection (runs in the collection's transaction, after staging).
 --
 -- 1. Snapshot: for each resource, the rows of the list's last attempt (a list restarted after
---    410 Expired re-sent its first pages), one per uid, with a content hash of the kept fields
+--    410 Expired re-sent its first pages; the collector keeps one row per uid per attempt),
+--    with a content hash of the kept fields
 --    (resource_version excluded: it changes on every write, even of fields annex ignores).
 -- 2. raw.*: append versions whose hash differs from core's current one (history grows with
 --    change, not with snapshots x objects; loading the same snapshot twice appends nothing).
@@ -17,12 +18,11 @@ FROM stage_lists
 GROUP BY resource;
 
 CREATE OR REPLACE TEMP TABLE k8s_snapshot_nodes AS
-SELECT *, md5(to_json(struct_pack(*COLUMNS(* EXCLUDE (resource_version))))) AS content_hash
+SELECT *, hash(*COLUMNS(* EXCLUDE (resource_version))) AS content_hash
 FROM (
     SELECT * EXCLUDE (list_attempt)
     FROM stage_nodes
     WHERE list_attempt = (SELECT max(list_attempt) FROM stage_nodes)
-    QUALIFY row_number() OVER (PARTITION BY node_uid ORDER BY resource_version DESC) = 1
 );
 
 INSERT INTO raw.kubernetes_nodes BY NAME
