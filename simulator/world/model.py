@@ -1,0 +1,164 @@
+"""The world: every object the simulated cluster holds, plus ground truth annex cannot see.
+
+The API objects are plain dicts shaped exactly as the Kubernetes API returns them (items of
+a list: no `kind`/`apiVersion`). Beside them the world keeps what later simulators need to
+agree with the API server: each GPU's UUID, the training runs, the GPU bookkeeping of the
+generator. Tests compute their expectations from the objects themselves, not from these.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+DEFAULT_NOW = datetime(2026, 11, 2, 9, 0, 0, tzinfo=UTC)
+
+# resource plural -> (apiVersion, kind, namespaced)
+RESOURCE_KINDS: dict[str, tuple[str, str, bool]] = {
+    "namespaces": ("v1", "Namespace", False),
+    "nodes": ("v1", "Node", False),
+    "pods": ("v1", "Pod", True),
+    "events": ("v1", "Event", True),
+    "jobs": ("batch/v1", "Job", True),
+    "priorityclasses": ("scheduling.k8s.io/v1", "PriorityClass", False),
+    "resourceclaims": ("resource.k8s.io/v1", "ResourceClaim", True),
+}
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One physical GPU: its stable UUID ties the API server to telemetry and attestations."""
+
+    uuid: str
+    node: str
+    index: int
+    product: str
+    memory_mib: int
+    healthy: bool = True
+    # MIG devices carved out of this GPU: (MIG UUID, profile name such as "1g.10gb")
+    mig_devices: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class TrainingRun:
+    """A (possibly multi-node) training job: one batch/v1 Job, one pod per node."""
+
+    run_id: str
+    namespace: str
+    job_name: str
+    model: str
+    state: str  # "running" | "starting" | "queued" | "completed" | "failed"
+    nodes: list[str]
+    pods: int
+    gpus_per_pod: int
+    gpu_resource: str
+    started: datetime | None
+    finished: datetime | None
+
+
+@dataclass
+class World:
+    """A seeded, deterministic GPU cluster: same (nodes, seed, knobs) -> identical objects."""
+
+    seed: int
+    now: datetime
+    namespaces: list[dict] = field(default_factory=list)
+    nodes: list[dict] = field(default_factory=list)
+    pods: list[dict] = field(default_factory=list)
+    jobs: list[dict] = field(default_factory=list)
+    priority_classes: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    resource_claims: list[dict] = field(default_factory=list)
+    gpus: list[Gpu] = field(default_factory=list)
+    training_runs: list[TrainingRun] = field(default_factory=list)
+    node_pools: dict[str, str] = field(default_factory=dict)  # node name -> pool name
+    # the generator's own bookkeeping: node -> GPU resource -> amount held by counted pods
+    gpu_allocated: dict[str, dict[str, int]] = field(default_factory=dict)
+    resource_version: int = 0  # highest metadata.resourceVersion in the world
+
+    def objects(self) -> dict[str, list[dict]]:
+        """Objects by resource plural, the way the API server serves them."""
+        return {
+            "namespaces": self.namespaces,
+            "nodes": self.nodes,
+            "pods": self.pods,
+            "events": self.events,
+            "jobs": self.jobs,
+            "priorityclasses": self.priority_classes,
+            "resourceclaims": self.resource_claims,
+        }
+
+    def counts(self) -> dict[str, int]:
+        counts = {name: len(items) for name, items in self.objects().items()}
+        counts["gpus"] = len(self.gpus)
+        return counts
+
+    def gpus_on(self, node_name: str) -> list[Gpu]:
+        return [gpu for gpu in self.gpus if gpu.node == node_name]
+
+
+def timestamp(moment: datetime | float) -> str:
+    """RFC 3339 with second precision and a `Z`, as metav1.Time serialises.
+
+    Accepts an aware datetime or epoch seconds; formatting by hand with a per-day cache,
+    because a 75,000-pod world formats over half a million timestamps.
+    """
+    epoch = int(moment if isinstance(moment, int | float) else moment.timestamp())
+    day, second = divmod(epoch, 86400)
+    prefix = _DAYS.get(day)
+    if prefix is None:
+        prefix = _DAYS[day] = time.strftime("%Y-%m-%dT", time.gmtime(day * 86400))
+    hour, rest = divmod(second, 3600)
+    minute, second = divmod(rest, 60)
+    return f"{prefix}{hour:02d}:{minute:02d}:{second:02d}Z"
+
+
+_DAYS: dict[int, str] = {}
+
+
+def micro_timestamp(moment: datetime) -> str:
+    """metav1.MicroTime, used by Event.eventTime."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Ids:
+    """Deterministic identifiers drawn from one seeded RNG."""
+
+    ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.String alphabet
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.names: set[str] = set()
+
+    def uid(self) -> str:
+        """A version-4 UUID string (formatted by hand: uuid.UUID is slow at 100k objects)."""
+        bits = self.rng.getrandbits(128)
+        bits = (bits & ~(0xF000 << 64)) | (0x4000 << 64)  # version 4
+        bits = (bits & ~(0xC000 << 48)) | (0x8000 << 48)  # RFC 4122 variant
+        h = f"{bits:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    def randint(self, low: int, high: int) -> int:
+        """Like random.randint (inclusive), cheaper."""
+        return low + int(self.rng.random() * (high - low + 1))
+
+    def gpu_uuid(self, prefix: str = "GPU") -> str:
+        return f"{prefix}-{self.uid()}"
+
+    def suffix(self, length: int = 5) -> str:
+        bits = self.rng.getrandbits(5 * length)
+        alphabet = self.ALPHABET
+        return "".join(alphabet[((bits >> (5 * i)) & 31) % 27] for i in range(length))
+
+    def unique(self, prefix: str, length: int = 5) -> str:
+        """`prefix` + a random suffix never handed out before (as generateName guarantees)."""
+        name = prefix + self.suffix(length)
+        while name in self.names:
+            name = prefix + self.suffix(length)
+        self.names.add(name)
+        return name
+
+    def hex(self, length: int) -> str:
+        return f"{self.rng.getrandbits(length * 4):0{length}x}"
