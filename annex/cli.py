@@ -178,7 +178,8 @@ def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
     started = time.perf_counter()
     world = build_world(nodes=args.nodes, seed=args.seed)
-    with SimulatedCluster(world, port=args.port) as cluster:
+    # TLS, because kubectl sends a bearer token only over HTTPS.
+    with SimulatedCluster(world, port=args.port, tls=True) as cluster:
         kubeconfig = cluster.write_kubeconfig(args.kubeconfig)
         counts = cluster.counts()
         print(
@@ -303,7 +304,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"building a simulated GPU cluster of {args.nodes} nodes (seed {args.seed})…")
     world = build_world(nodes=args.nodes, seed=args.seed)
-    with SimulatedCluster(world) as cluster:
+    with SimulatedCluster(world, tls=True) as cluster:
         kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
         print(f"serving it at {cluster.url} (kubeconfig: {kubeconfig})")
         target = ClusterSettings(name="annex-demo", kubeconfig=kubeconfig, context="annex-demo")

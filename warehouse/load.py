@@ -120,12 +120,16 @@ def load_collection(
                 raise
             finished_at = _finished_at(con, collection_id)
             _drop_staging(con)
+            checkpoint_started = time.perf_counter()
             con.execute("CHECKPOINT")
+            log.debug("checkpoint took %.3f s", time.perf_counter() - checkpoint_started)
         finally:
             con.close()
         if publish:
             try:
+                publish_started = time.perf_counter()
                 wh._publish_locked()
+                log.debug("publish took %.3f s", time.perf_counter() - publish_started)
             except WarehouseError as exc:
                 raise WarehouseError(
                     f"collection {collection_id} ({model.source}, {cluster}) was loaded, but "
@@ -165,8 +169,12 @@ def _load_in_transaction(
     try:
         con.execute(_STAGE_REJECTED)
         _run_statements(con, model.staging_sql, f"staging SQL of the {model.source} model")
+        stage_started = time.perf_counter()
         row_counts = _stage(con, model, batches, on_progress)
+        log.debug("collecting and staging took %.3f s", time.perf_counter() - stage_started)
+        merge_started = time.perf_counter()
         _run_statements(con, model.merge_sql, f"merge SQL of the {model.source} model")
+        log.debug("merge took %.3f s", time.perf_counter() - merge_started)
         rejected = _keep_rejected(con)
         con.execute(
             "UPDATE audit.collections SET status = 'succeeded', finished_at = ?, "
@@ -180,7 +188,9 @@ def _load_in_transaction(
                 collection_id,
             ],
         )
+        commit_started = time.perf_counter()
         con.execute("COMMIT")
+        log.debug("commit took %.3f s", time.perf_counter() - commit_started)
     except BaseException:
         with contextlib.suppress(duckdb.Error):
             con.execute("ROLLBACK")

@@ -113,7 +113,8 @@ def collect_cluster(
                     record.rejected += len(rejected)
                     yield "rejected", rejected_batch(rejected)
     except (ClusterAccessError, CollectionError) as exc:
-        raise type(exc)(f"cluster {cluster}: {exc.message}", hint=exc.hint) from exc
+        server = api.configuration.host
+        raise type(exc)(f"cluster {cluster} ({server}): {exc.message}", hint=exc.hint) from exc
     yield "lists", lists_batch(records)
 
 

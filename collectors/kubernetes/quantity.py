@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -51,6 +52,11 @@ def parse_quantity(value: str | int | float) -> Fraction:
     return number * Fraction(10) ** int(suffix[1:])
 
 
+# A cluster repeats the same few quantities ("8", "1056300Ki", "500m") across thousands of
+# objects, and exact parsing costs microseconds each: the parsers below are memoised.
+
+
+@lru_cache(maxsize=8192, typed=True)
 def parse_count(value: str | int | float) -> int:
     """A whole, non-negative count (GPUs, MIG slices); ``ValueError`` otherwise.
 
@@ -65,12 +71,14 @@ def parse_count(value: str | int | float) -> int:
     return int(quantity)
 
 
+@lru_cache(maxsize=8192, typed=True)
 def parse_millicores(value: str | int | float) -> int:
     """CPU as integer millicores, rounded up as the kubelet does ("100m" → 100, "2" → 2000)."""
     quantity = parse_quantity(value) * 1000
     return -((-quantity.numerator) // quantity.denominator)
 
 
+@lru_cache(maxsize=8192, typed=True)
 def parse_bytes(value: str | int | float) -> int:
     """Memory as integer bytes, rounded up ("1Ki" → 1024, "1.5k" → 1500)."""
     quantity = parse_quantity(value)

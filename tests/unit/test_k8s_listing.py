@@ -148,7 +148,10 @@ def test_truncated_page_is_fetched_again():
 def test_page_truncated_every_time_raises_collection_error_naming_it():
     fake = cluster()
     fake.faults.append(t.FakeFault(PODS, truncate=True, page=2, times=99))
-    with pytest.raises(CollectionError, match=r"cluster test: listing pods: page 2 is not valid"):
+    with pytest.raises(
+        CollectionError,
+        match=r"cluster test \(http://fake-apiserver\): listing pods: page 2 is not valid",
+    ):
         collect(fake, max_retries=2)
 
 
