@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -102,3 +105,64 @@ def test_demo_then_sql_agree_with_the_simulated_cluster(tmp_path: Path) -> None:
     as_json = annex("sql", "-c", "select 1 as one, 'x' as two", "--format", "json", cwd=tmp_path)
     assert as_json.returncode == 0
     assert '"one":1' in as_json.stdout.replace(" ", "")
+
+
+def test_simulate_serves_a_cluster_that_kubectl_and_annex_collect_read(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "sim" / "kubeconfig"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANNEX_")}
+    env["ANNEX_WAREHOUSE"] = str(tmp_path / "annex.duckdb")
+    simulate = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "annex", "simulate"),
+            *("--nodes", "6", "--seed", "3", "--kubeconfig", str(kubeconfig)),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while "Ctrl-C" not in (line := simulate.stdout.readline()):
+            assert line or simulate.poll() is None, simulate.stderr.read()
+            assert time.monotonic() < deadline, "annex simulate did not start"
+        kubectl = shutil.which("kubectl")
+        assert kubectl, "kubectl is missing: `make test` installs it (Debian kubernetes-client)"
+        names = subprocess.run(
+            [kubectl, "--kubeconfig", str(kubeconfig), "get", "nodes", "-o", "name"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**env, "HOME": str(tmp_path)},
+        )
+        assert names.returncode == 0, names.stderr
+        assert len(names.stdout.split()) == 6
+        collect = annex("collect", "cluster", "--kubeconfig", str(kubeconfig), cwd=tmp_path)
+        assert collect.returncode == 0, collect.stderr
+        assert "fleet summary" in collect.stdout
+        count = annex(
+            "sql", "-c", "select count(*) from core.nodes", "--format", "csv", cwd=tmp_path
+        )
+        assert count.stdout.splitlines()[1] == "6"
+    finally:
+        simulate.send_signal(signal.SIGTERM)
+        assert simulate.wait(timeout=30) == 0
+
+
+def test_interactive_sql_reads_statements_from_standard_input(tmp_path: Path) -> None:
+    demo = annex("demo", "--nodes", "3", "--out", str(tmp_path / "demo"), cwd=tmp_path)
+    assert demo.returncode == 0, demo.stderr
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ANNEX_")}
+    shell = subprocess.run(
+        [sys.executable, "-m", "annex", "sql"],
+        input=".tables\nselect count(*) * 7 as seven_per_node\n  from core.nodes;\n.quit\n",
+        cwd=tmp_path,
+        env={**base, "ANNEX_WAREHOUSE": str(tmp_path / "annex.duckdb")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert "marts.fleet_summary" in shell.stdout
+    assert "21" in shell.stdout
