@@ -38,22 +38,30 @@ class Measurement:
     wall_seconds: float
     peak_rss_bytes: int
     returncode: int
+    error: str = ""
 
 
 def measure(name: str, argv: list[str], *, env: dict[str, str] | None = None) -> Measurement:
     """Run ``argv`` to completion; wall time and the child's own peak RSS (from wait4)."""
     started = time.perf_counter()
-    process = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or os.environ.copy()
-    )
-    # wait4 gives this child's own resource usage, not the maximum over all children so far.
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    # stderr goes to a file, not a pipe: a chatty child must never block on a full pipe.
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=errors, env=env or os.environ.copy()
+        )
+        # wait4 gives this child's own resource usage, not the maximum over all children so far.
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        errors.seek(0)
+        stderr = errors.read().decode(errors="replace")
+    error = ""
     if process.returncode != 0:
         print(f"{name} failed ({process.returncode}):\n{stderr[-3000:]}", file=sys.stderr)
-    return Measurement(name, " ".join(argv), wall, usage.ru_maxrss * 1024, process.returncode)
+        error = stderr.strip().splitlines()[-1][:300] if stderr.strip() else "no output"
+    return Measurement(
+        name, " ".join(argv), wall, usage.ru_maxrss * 1024, process.returncode, error
+    )
 
 
 def start_simulator(nodes: int, seed: int, workdir: Path) -> tuple[subprocess.Popen, Path]:
@@ -227,6 +235,9 @@ def render(runs: list[Measurement], nodes: int, page_size: int) -> str:
             f"| {run.name} | {run.wall_seconds:.2f} | {run.peak_rss_bytes / 2**20:.0f} "
             f"| {ratio} | {run.returncode} |"
         )
+    for run in runs:
+        if run.returncode != 0:
+            lines += ["", f"{run.name} FAILED (exit {run.returncode}): `{run.error}`"]
     if annex:
         notes = []
         for anchor in ("kubectl", "client"):

@@ -1,0 +1,18 @@
+"""annex's single Dagster code location: every source's definitions plus shared resources.
+
+Run with ``DAGSTER_HOME=.dagster_home`` so the ``duckdb`` pool limit, run retries and history
+persist (see ``.dagster_home/dagster.yaml``). Settings are found as the CLI finds them
+(``ANNEX_CONFIG`` or ``./annex.toml``).
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from pipelines.defs import cluster_state
+from pipelines.defs.resources import build_resources
+
+defs = dg.Definitions.merge(
+    cluster_state.defs,
+    dg.Definitions(resources=build_resources()),
+)

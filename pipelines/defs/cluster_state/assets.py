@@ -1,0 +1,147 @@
+"""Cluster-state assets: the warehouse schema, one inventory per cluster, the published copy.
+
+Each asset is a thin call into ``collectors`` and ``warehouse``; the plain functions below do
+the work so that they can be tested (and reused by the CLI) without Dagster.
+
+No ``from __future__ import annotations`` in the Dagster modules: Dagster inspects the
+annotations of ``context`` and resource parameters at decoration time and rejects strings.
+"""
+
+from typing import Any
+
+import dagster as dg
+import duckdb
+
+from annex.settings import ClusterSettings, Settings
+from collectors.kubernetes import api_client_for, collect_cluster
+from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
+from pipelines.partitions import clusters
+from warehouse import CollectionResult, Warehouse, load_collection
+from warehouse.models.kubernetes import KUBERNETES_MODEL
+
+GROUP = "cluster_state"
+
+# Network collectors get retried: the API server may be briefly unreachable or throttling.
+COLLECT_RETRY = dg.RetryPolicy(max_retries=3, delay=5, backoff=dg.Backoff.EXPONENTIAL)
+
+
+# -- plain functions ---------------------------------------------------------------------------
+
+
+def collect_into_warehouse(
+    settings: Settings, wh: Warehouse, target: ClusterSettings
+) -> CollectionResult:
+    """Collect one cluster and load it atomically, as ``annex collect`` does, but unpublished.
+
+    Publishing is left to ``published_warehouse`` so that blocking checks can stop a bad
+    collection from reaching analysts.
+    """
+    profile = target.topology_profile or settings.kubernetes.topology_profile
+    levels = settings.topology_levels(profile)
+    api = api_client_for(
+        kubeconfig=target.kubeconfig,
+        context=target.context,
+        in_cluster=target.in_cluster,
+        settings=settings.kubernetes,
+    )
+    try:
+        batches = collect_cluster(
+            api, cluster=target.name, settings=settings.kubernetes, topology_levels=levels
+        )
+        return load_collection(
+            wh, KUBERNETES_MODEL, cluster=target.name, batches=batches, publish=False
+        )
+    finally:
+        api.close()
+
+
+def snapshot_consistency(con: duckdb.DuckDBPyConnection, collection_id: str) -> tuple[int, int]:
+    """(lists, consistent lists) of one collection, from ``audit.kubernetes_lists``."""
+    row = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE consistent) "
+        "FROM audit.kubernetes_lists WHERE collection_id = ?",
+        [collection_id],
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def fleet_summary_markdown(con: duckdb.DuckDBPyConnection, cluster: str) -> str:
+    """The cluster's row of ``marts.fleet_summary`` as a two-column Markdown table.
+
+    Transposed (one line per column) because the row is wide and the Dagster UI is narrow.
+    """
+    cursor = con.execute("SELECT * FROM marts.fleet_summary WHERE cluster = ?", [cluster])
+    names = [d[0] for d in cursor.description or []]
+    row = cursor.fetchone()
+    if row is None:
+        return f"_no row for cluster `{cluster}` in marts.fleet_summary_"
+    lines = ["| column | value |", "| --- | --- |"]
+    lines.extend(f"| {name} | {_cell(value)} |" for name, value in zip(names, row, strict=True))
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value).replace("|", "\\|")
+
+
+def inventory_metadata(wh: Warehouse, result: CollectionResult) -> dict[str, Any]:
+    """What the Dagster UI shows for one collection: ids, counts, consistency, a preview."""
+    with wh.writer() as con:
+        lists, consistent = snapshot_consistency(con, result.collection_id)
+        preview = fleet_summary_markdown(con, result.cluster)
+    metadata: dict[str, Any] = {
+        "collection_id": result.collection_id,
+        "rejected_count": result.rejected_count,
+        "snapshot_lists": lists,
+        "snapshot_consistent_lists": consistent,
+        "snapshot_consistent": lists > 0 and lists == consistent,
+        "dagster/row_count": sum(result.row_counts.values()),
+        "fleet_summary": dg.MetadataValue.md(preview),
+    }
+    for table, count in sorted(result.row_counts.items()):
+        metadata[f"rows/{table}"] = count
+    return metadata
+
+
+# -- assets ------------------------------------------------------------------------------------
+
+
+@dg.asset(group_name=GROUP, pool="duckdb", kinds={"duckdb"})
+def warehouse_schema(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """Apply pending warehouse migrations; every other asset depends on the schema existing."""
+    wh = warehouse.get()
+    applied = wh.migrate()
+    return dg.MaterializeResult(
+        metadata={
+            "applied_now": ", ".join(applied) or "none",
+            "migrations": len(wh.migrations()),
+            "path": dg.MetadataValue.path(str(wh.path)),
+        }
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    pool="duckdb",
+    kinds={"kubernetes", "duckdb"},
+    partitions_def=clusters,
+    deps=[warehouse_schema],
+    retry_policy=COLLECT_RETRY,
+)
+def cluster_inventory(
+    context: dg.AssetExecutionContext, annex: AnnexSettingsResource, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    """One Kubernetes collection of the partition's cluster, loaded into the live warehouse."""
+    settings = annex.load()
+    target = settings.cluster(context.partition_key)
+    wh = warehouse.get()
+    result = collect_into_warehouse(settings, wh, target)
+    return dg.MaterializeResult(metadata=inventory_metadata(wh, result))
+
+
+@dg.asset(group_name=GROUP, pool="duckdb", kinds={"duckdb"}, deps=[cluster_inventory])
+def published_warehouse(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """Refresh the analysts' read-only copy, only after the inventory's blocking checks pass."""
+    path = warehouse.get().publish()
+    return dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(path))})
