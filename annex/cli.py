@@ -248,38 +248,15 @@ def _current_context_name(kubeconfig: Path | None) -> str | None:
 
 
 def _collect_one(target: ClusterSettings, settings: Settings, *, quiet: bool):
+    from annex.inventory import collect_cluster_inventory
     from annex.progress import CollectionProgress
-    from collectors.kubernetes import api_client_for, collect_cluster
-    from warehouse import Warehouse, load_collection
-    from warehouse.models.kubernetes import KUBERNETES_MODEL
+    from warehouse import Warehouse
 
-    profile = target.topology_profile or settings.kubernetes.topology_profile
-    levels = settings.topology_levels(profile)
-    api = api_client_for(
-        kubeconfig=target.kubeconfig,
-        context=target.context,
-        in_cluster=target.in_cluster,
-        settings=settings.kubernetes,
-    )
     wh = Warehouse(settings.warehouse)
     with CollectionProgress(cluster=target.name, enabled=not quiet) as progress:
-        batches = collect_cluster(
-            api,
-            cluster=target.name,
-            settings=settings.kubernetes,
-            topology_levels=levels,
-            on_page=progress.on_page,
+        result = collect_cluster_inventory(
+            settings, wh, target, on_page=progress.on_page, on_wait=progress.on_wait
         )
-        try:
-            result = load_collection(
-                wh,
-                KUBERNETES_MODEL,
-                cluster=target.name,
-                batches=batches,
-                on_wait=progress.on_wait,
-            )
-        finally:
-            api.close()
     if not quiet:
         print(
             f"collection {result.collection_id} of cluster {target.name!r}: {result.status} "

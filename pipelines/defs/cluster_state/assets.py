@@ -12,12 +12,11 @@ from typing import Any
 import dagster as dg
 import duckdb
 
+from annex.inventory import collect_cluster_inventory
 from annex.settings import ClusterSettings, Settings
-from collectors.kubernetes import api_client_for, collect_cluster
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
 from pipelines.partitions import clusters
-from warehouse import CollectionResult, Warehouse, load_collection
-from warehouse.models.kubernetes import KUBERNETES_MODEL
+from warehouse import CollectionResult, Warehouse
 
 GROUP = "cluster_state"
 
@@ -36,23 +35,7 @@ def collect_into_warehouse(
     Publishing is left to ``published_warehouse`` so that blocking checks can stop a bad
     collection from reaching analysts.
     """
-    profile = target.topology_profile or settings.kubernetes.topology_profile
-    levels = settings.topology_levels(profile)
-    api = api_client_for(
-        kubeconfig=target.kubeconfig,
-        context=target.context,
-        in_cluster=target.in_cluster,
-        settings=settings.kubernetes,
-    )
-    try:
-        batches = collect_cluster(
-            api, cluster=target.name, settings=settings.kubernetes, topology_levels=levels
-        )
-        return load_collection(
-            wh, KUBERNETES_MODEL, cluster=target.name, batches=batches, publish=False
-        )
-    finally:
-        api.close()
+    return collect_cluster_inventory(settings, wh, target, publish=False)
 
 
 def snapshot_consistency(con: duckdb.DuckDBPyConnection, collection_id: str) -> tuple[int, int]:

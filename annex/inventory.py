@@ -1,0 +1,58 @@
+"""One cluster-inventory collection: the Kubernetes collector streamed into the warehouse.
+
+The one place that wires ``collectors.kubernetes`` to ``warehouse.load_collection``; the CLI
+(``annex collect cluster``, ``annex demo``) and the Dagster asset ``cluster_inventory`` both
+call it, so a collection behaves the same whoever starts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from annex.settings import ClusterSettings, Settings
+from collectors.kubernetes import api_client_for, collect_cluster
+from warehouse import CollectionResult, Warehouse, load_collection
+from warehouse.models.kubernetes import KUBERNETES_MODEL
+
+
+def collect_cluster_inventory(
+    settings: Settings,
+    wh: Warehouse,
+    target: ClusterSettings,
+    *,
+    on_page: Callable[[Any], None] | None = None,
+    on_wait: Callable[[str], None] | None = None,
+    publish: bool = True,
+) -> CollectionResult:
+    """Collect ``target`` read-only and load it atomically; publish the analysts' copy if asked.
+
+    Raises ``ConfigError``/``ClusterAccessError``/``CollectionError``/``WarehouseError``; a
+    failed collection leaves only its ``audit.collections`` row behind.
+    """
+    profile = target.topology_profile or settings.kubernetes.topology_profile
+    levels = settings.topology_levels(profile)
+    api = api_client_for(
+        kubeconfig=target.kubeconfig,
+        context=target.context,
+        in_cluster=target.in_cluster,
+        settings=settings.kubernetes,
+    )
+    try:
+        batches = collect_cluster(
+            api,
+            cluster=target.name,
+            settings=settings.kubernetes,
+            topology_levels=levels,
+            on_page=on_page,
+        )
+        return load_collection(
+            wh,
+            KUBERNETES_MODEL,
+            cluster=target.name,
+            batches=batches,
+            on_wait=on_wait,
+            publish=publish,
+        )
+    finally:
+        api.close()
