@@ -10,9 +10,26 @@ Public API (used by the CLI and the Dagster assets)::
 Tables and their schemas are in ``collectors.kubernetes.schema``.
 """
 
-from collectors.kubernetes.client import api_client_for
-from collectors.kubernetes.collect import RESOURCES, collect_cluster
-from collectors.kubernetes.listing import ListStats
-from collectors.kubernetes.schema import SCHEMAS
+from typing import Any
 
 __all__ = ["RESOURCES", "SCHEMAS", "ListStats", "api_client_for", "collect_cluster"]
+
+_EXPORTS = {
+    "api_client_for": "collectors.kubernetes.client",
+    "RESOURCES": "collectors.kubernetes.collect",
+    "collect_cluster": "collectors.kubernetes.collect",
+    "ListStats": "collectors.kubernetes.listing",
+    "SCHEMAS": "collectors.kubernetes.schema",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import lazily: the page-decoding worker process imports this package, and must not pay
+    for the ``kubernetes`` client's import (about a second) that only the fetching side needs.
+    """
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'collectors.kubernetes' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -20,7 +20,8 @@ from kubernetes.client import ApiClient, ApiException
 from annex.errors import ClusterAccessError, CollectionError
 from annex.settings import KubernetesSettings
 from collectors.kubernetes import schema
-from collectors.kubernetes.decode import DECODERS, DecodeContext, rejected_batch
+from collectors.kubernetes.builder import PageBuilder, read_page
+from collectors.kubernetes.decode import DecodeContext, rejected_batch
 from collectors.kubernetes.listing import (
     ListCall,
     Lister,
@@ -55,11 +56,25 @@ class Resource:
             query: list[tuple[str, Any]] = [("limit", limit)]
             if _continue:
                 query.append(("continue", _continue))
+            headers = {"Accept": "application/json"}
+            if not hasattr(api, "param_serialize"):
+                # kubernetes < 37 (the legacy generator, which dagster-k8s pins): call_api
+                # takes the request's parts and raises ApiException on non-2xx itself.
+                return api.call_api(
+                    self.api_path,
+                    "GET",
+                    query_params=query,
+                    header_params=headers,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _return_http_data_only=True,
+                    _request_timeout=_request_timeout,
+                )
             request = api.param_serialize(
                 "GET",
                 self.api_path,
                 query_params=query,
-                header_params={"Accept": "application/json"},
+                header_params=headers,
                 auth_settings=["BearerToken"],
             )
             response = api.call_api(*request, _request_timeout=_request_timeout)
@@ -89,29 +104,34 @@ def collect_cluster(
     topology_levels: tuple[tuple[str, ...], ...],
     on_page: Callable[[ListStats], None] | None = None,
     lister: Lister | None = None,
+    in_process: bool = False,
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
     """Yield ``(table_name, batch)`` for every page of every list, then ``("lists", batch)``.
 
     Raises ``ClusterAccessError`` (unreachable, 401/403) or ``CollectionError`` (a page that
     cannot be read after retries, a 410 with no way on); the consumer must then discard what it
     received (the warehouse's ``load_collection`` does: one transaction per collection).
+
+    Pages are decoded into Arrow in a worker process while the next page is fetched
+    (``builder``); ``in_process=True`` decodes in this process instead.
     """
     context = DecodeContext(balloons=settings.balloons, topology_levels=topology_levels)
     lister = lister or Lister(settings)
     records: list[ListRecord] = []
     try:
-        for resource in RESOURCES:
-            decoder = DECODERS[resource.table](context)
-            record = ListRecord(resource.table, resource.api_path, settings.page_size, utc_now())
-            records.append(record)
-            pages = lister.pages(resource.method(api), record, decoder.decode, on_page)
-            for page in pages:
-                batch, rejected = decoder.build(page.decoded, page.attempt)
-                if batch.num_rows:
-                    yield resource.table, batch
-                if rejected:
-                    record.rejected += len(rejected)
-                    yield "rejected", rejected_batch(rejected)
+        with PageBuilder(context, in_process=in_process) as builder:
+            for resource in RESOURCES:
+                record = ListRecord(
+                    resource.table, resource.api_path, settings.page_size, utc_now()
+                )
+                records.append(record)
+                pages = lister.pages(resource.method(api), record, read_page, on_page)
+                for batch, rejected in builder.build(resource.table, pages):
+                    if batch.num_rows:
+                        yield resource.table, batch
+                    if rejected:
+                        record.rejected += len(rejected)
+                        yield "rejected", rejected_batch(rejected)
     except (ClusterAccessError, CollectionError) as exc:
         server = api.configuration.host
         raise type(exc)(f"cluster {cluster} ({server}): {exc.message}", hint=exc.hint) from exc

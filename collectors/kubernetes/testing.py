@@ -13,10 +13,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from kubernetes import client
-from kubernetes.client import rest
 
 LIST_KINDS = {
     "/api/v1/nodes": "NodeList",
@@ -121,24 +120,31 @@ class FakeCluster:
 
 
 class FakeApiClient(client.ApiClient):
-    """A real ``ApiClient`` answered by a ``FakeCluster`` instead of the network."""
+    """A real ``ApiClient`` whose HTTP pool is answered by a ``FakeCluster``.
+
+    The fake sits under the client's REST layer (its urllib3 pool manager), so the client's own
+    request building and error handling run, whichever client generation is installed.
+    """
 
     def __init__(self, cluster: FakeCluster) -> None:
         configuration = client.Configuration(host="http://fake-apiserver")
         super().__init__(configuration)
         self.cluster = cluster
+        self.rest_client.pool_manager = _FakePoolManager(cluster)
 
-    def call_api(  # type: ignore[override]
-        self,
-        method: str,
-        url: str,
-        header_params: Any = None,
-        body: Any = None,
-        post_params: Any = None,
-        _request_timeout: Any = None,
-    ) -> rest.RESTResponse:
+
+class _FakePoolManager:
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+
+    def request(self, method: str, url: str, fields: Any = None, **kwargs: Any) -> _Response:
         assert method == "GET", method
-        return rest.RESTResponse(self.cluster.serve(url))
+        if fields:  # kubernetes < 37 passes the query as fields; 37+ puts it in the URL
+            url += ("&" if "?" in url else "?") + urlencode(fields)
+        return self.cluster.serve(url)
+
+    def clear(self) -> None:
+        pass
 
 
 # ---------------------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ def collect(fake: t.FakeCluster, clock: Clock | None = None, **settings):
             cluster="test",
             settings=kubernetes,
             topology_levels=TOPOLOGY_PRESETS["generic"],
+            in_process=True,
             lister=lister,
         )
     )
@@ -188,6 +189,7 @@ def test_progress_reports_each_page():
         cluster="c",
         settings=kubernetes,
         topology_levels=TOPOLOGY_PRESETS["generic"],
+        in_process=True,
         on_page=seen.append,
     ):
         pass
@@ -199,3 +201,32 @@ def test_latency_summary_nearest_rank():
     assert latency_summary([]) == (None, None, None)
     values = [float(i) for i in range(1, 101)]
     assert latency_summary(values) == (100.0, 50.0, 99.0)
+
+
+def test_worker_process_builds_the_same_batches_as_in_process():
+    fake = cluster(pods=7)
+    wrong = t.pod("wrong-0", node_name="node-0")
+    wrong["spec"]["priority"] = "high"  # rejected in the worker, with its reason
+    fake.objects[PODS].append(wrong)
+    settings = KubernetesSettings(page_size=3)
+
+    def run(in_process: bool):
+        return list(
+            collect_cluster(
+                t.FakeApiClient(fake),
+                cluster="test",
+                settings=settings,
+                topology_levels=TOPOLOGY_PRESETS["generic"],
+                lister=Lister(settings, sleep=Clock().sleep, jitter=lambda: 1.0),
+                in_process=in_process,
+            )
+        )
+
+    local, worker = run(True), run(False)
+    assert [table for table, _ in worker] == [table for table, _ in local]
+    for (table, mine), (_, theirs) in zip(local, worker, strict=True):
+        if table == "lists":  # timings differ; the rest must not
+            keep = ["resource", "resource_version", "consistent", "pages", "items", "rejected"]
+            mine, theirs = mine.select(keep), theirs.select(keep)
+        assert mine.equals(theirs), table
+    assert any(table == "rejected" for table, _ in worker)

@@ -74,6 +74,7 @@ def batches(fake: t.FakeCluster, **settings) -> Iterable:
         cluster="c1",
         settings=kubernetes,
         topology_levels=TOPOLOGY_PRESETS["generic"],
+        in_process=True,
         lister=lister,
     )
 

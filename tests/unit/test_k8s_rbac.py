@@ -52,6 +52,7 @@ def test_every_request_the_collector_makes_is_allowed():
             cluster="c",
             settings=KubernetesSettings(),
             topology_levels=TOPOLOGY_PRESETS["generic"],
+            in_process=True,
         )
     )
     rules = role_rules()
