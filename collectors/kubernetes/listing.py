@@ -189,10 +189,11 @@ class Lister:
             started = time.perf_counter()
             try:
                 body = self._request(call, token)
-                record.response_bytes += len(body)
-                decoded = decode(body)
+                # The API server's latency as a client sees it: request to last byte, before
+                # annex's own decoding (reported against the LIST SLO).
                 record.latencies.append(time.perf_counter() - started)
-                return decoded
+                record.response_bytes += len(body)
+                return decode(body)
             except ApiException as exc:
                 record.latencies.append(time.perf_counter() - started)
                 status = exc.status or 0
@@ -230,7 +231,6 @@ class Lister:
                         hint="check the server address in the kubeconfig and the network",
                     ) from None
             except msgspec.DecodeError as exc:
-                record.latencies.append(time.perf_counter() - started)
                 problem = f"undecodable body: {exc}"
                 retry_after = None
                 if failures >= self.settings.max_retries:
