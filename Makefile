@@ -8,7 +8,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-APT_PACKAGES := libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core
+APT_PACKAGES := libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export UV_PYTHON_DOWNLOADS ?= never
@@ -18,10 +18,11 @@ export UV_SYSTEM_CERTS ?= 1
 export UV_COMPILE_BYTECODE ?= 1
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: help setup system-deps uv demo test lint format bench dictionary clean
+.PHONY: help setup system-deps uv demo dev test lint format bench dictionary clean
 
 help:
 	@echo "make demo   run annex end to end on a simulated GPU cluster"
+	@echo "make dev    start the Dagster UI on http://127.0.0.1:3000 (DAGSTER_HOME=.dagster_home)"
 	@echo "make test   lint and run the tests"
 	@echo "make bench  python -m bench.collect_scale --nodes 7500 (writes bench/RESULTS.md)"
 
@@ -45,6 +46,11 @@ setup: system-deps uv
 
 demo: setup
 	$(UV) run annex demo
+
+# The Dagster UI and daemon (schedules, sensors) on loopback; runs, pools and history persist in
+# .dagster_home, where `annex demo` and `annex run` record their runs too.
+dev: setup
+	DAGSTER_HOME=$(CURDIR)/.dagster_home $(UV) run dagster dev -m pipelines.definitions -h 127.0.0.1 -p 3000
 
 test: setup
 	$(UV) run ruff check .

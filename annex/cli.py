@@ -13,11 +13,16 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from annex import __version__
 from annex.errors import AnnexError, ConfigError
 from annex.settings import ClusterSettings, Settings, load_settings
+
+if TYPE_CHECKING:
+    from annex.orchestration import RunOutcome
 
 log = logging.getLogger("annex")
 
@@ -96,6 +101,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(run=cmd_demo)
 
+    run = commands.add_parser(
+        "run",
+        help="materialise Dagster assets for the configured clusters, in this process",
+        description=(
+            "Run the cluster_state assets and their checks through Dagster, one run per "
+            "configured cluster, in this process (no daemon needed). With DAGSTER_HOME set the "
+            "runs are recorded there and show in `make dev`'s UI."
+        ),
+    )
+    run.add_argument(
+        "--select",
+        metavar="SELECTION",
+        help="Dagster asset selection, e.g. 'key:cluster_inventory+' (default: the whole "
+        "cluster_state group: schema, inventory, checks, published copy)",
+    )
+    run.add_argument(
+        "--cluster",
+        dest="clusters",
+        action="append",
+        metavar="NAME",
+        help="a cluster from the settings (repeatable; default: every configured cluster)",
+    )
+    run.set_defaults(run=cmd_run)
+
     sql = commands.add_parser(
         "sql",
         help="query the published warehouse copy (read-only)",
@@ -107,6 +136,24 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("-c", "--command", dest="query", help="run one query and exit")
     sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
     sql.set_defaults(run=cmd_sql)
+
+    export = commands.add_parser(
+        "export",
+        help="write every core and marts table as Parquet partitioned by cluster and day",
+        description=(
+            "Export the published copy's core and marts tables to DEST/<schema>/<table>/"
+            "cluster=<name>/day=<day>/ as Parquet that Spark, Trino or DuckDB read; sync DEST "
+            "to object storage afterwards. Reruns are idempotent."
+        ),
+    )
+    export.add_argument(
+        "--since",
+        metavar="DAY",
+        type=_iso_day,
+        help="rewrite only partitions from DAY (YYYY-MM-DD) on, plus older ones with changes",
+    )
+    export.add_argument("dest", type=Path, metavar="DEST", help="local or mounted folder")
+    export.set_defaults(run=cmd_export)
 
     warehouse = commands.add_parser("warehouse", help="manage the warehouse file")
     actions = warehouse.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -285,14 +332,82 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
         print(f"serving it at {cluster.url} (kubeconfig: {kubeconfig})")
         target = ClusterSettings(name="annex-demo", kubeconfig=kubeconfig, context="annex-demo")
-        result = _collect_one(target, settings, quiet=False)
+        outcome = _run_through_dagster(settings, target, args.out / "annex.toml")
     _print_summary(settings)
     print(
         f"\nwarehouse: {settings.warehouse.path} "
         f"(analysts' copy: {settings.warehouse.resolved_published_path})\n"
+        f"dagster run: {outcome.run_id}\n"
         'next: annex sql -c "select * from marts.fleet_summary"'
     )
-    return 0 if result.status == "succeeded" else 4
+    return 0
+
+
+def _run_through_dagster(
+    settings: Settings, target: ClusterSettings, config_path: Path
+) -> RunOutcome:
+    """Collect ``target`` by running the inventory job in-process; raise if the run failed.
+
+    The Dagster resources read settings from a file, so ``settings`` with only ``target`` as
+    its cluster are written to ``config_path`` first.
+    """
+    from annex.errors import CollectionError
+    from annex.orchestration import (
+        dagster_instance,
+        resolve_job,
+        run_job,
+        temporary_partition,
+        write_settings,
+    )
+
+    print(f"collecting it through Dagster (job cluster_inventory_job, partition {target.name})…")
+    config = write_settings(settings, [target], config_path).absolute()
+    job = resolve_job(config)
+    with dagster_instance() as instance, temporary_partition(instance, target.name):
+        outcome = run_job(job, instance, target.name)
+    print(outcome.describe())
+    if not outcome.success:
+        raise CollectionError(
+            f"dagster run {outcome.run_id} failed at {outcome.failure}",
+            hint="rerun with --debug for details; with DAGSTER_HOME set the run's logs are in "
+            "the Dagster UI (make dev)",
+        )
+    return outcome
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from annex.orchestration import dagster_instance, ensure_partitions, resolve_job, run_job
+
+    if not settings.clusters:
+        raise ConfigError(
+            f"no clusters are configured (settings: {settings.source})",
+            hint="add a [[clusters]] entry (name, kubeconfig, context) to annex.toml, see "
+            "annex.example.toml; or try `annex demo` against a simulated cluster",
+        )
+    configured = [c.name for c in settings.clusters]
+    names = list(dict.fromkeys(args.clusters or configured))
+    unknown = [name for name in names if name not in configured]
+    if unknown:
+        raise ConfigError(
+            f"no cluster named {unknown[0]!r} in {settings.source} "
+            f"(configured: {', '.join(configured)})",
+            hint="pick one of those with --cluster, or add a [[clusters]] entry for it",
+        )
+    config = Path(args.config or settings.source).absolute()
+    job = resolve_job(config, args.select)
+    failures = 0
+    with dagster_instance() as instance:
+        ensure_partitions(instance, names)
+        # A job without partitioned assets (e.g. --select warehouse_schema) runs once.
+        for name in names if job.partitions_def is not None else [None]:
+            where = f" for cluster {name!r}" if name else ""
+            print(f"running {job.name}{where}…", flush=True)
+            outcome = run_job(job, instance, name)
+            print(outcome.describe(), flush=True)
+            if not outcome.success:
+                failures += 1
+                print(f"  failed at {outcome.failure}", file=sys.stderr)
+    return 4 if failures else 0
 
 
 def cmd_sql(args: argparse.Namespace, settings: Settings) -> int:
@@ -301,6 +416,27 @@ def cmd_sql(args: argparse.Namespace, settings: Settings) -> int:
     if args.query is not None:
         return run_query(settings, args.query, output_format=args.format)
     return run_shell(settings, output_format=args.format)
+
+
+def _iso_day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a day like 2025-01-31") from None
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from warehouse import Warehouse
+    from warehouse.export import export_warehouse
+
+    result = export_warehouse(Warehouse(settings.warehouse), args.dest, since=args.since)
+    for table in result.tables:
+        print(
+            f"{table.name}: {table.rows_written:,} of {table.rows:,} rows written "
+            f"({table.partitions_written} partitions, day: {table.rule})"
+        )
+    print(f"exported to {result.dest} (manifest: {result.manifest})")
+    return 0
 
 
 def cmd_warehouse_migrate(args: argparse.Namespace, settings: Settings) -> int:

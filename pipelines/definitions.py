@@ -12,7 +12,17 @@ import dagster as dg
 from pipelines.defs import cluster_state
 from pipelines.defs.resources import build_resources
 
-defs = dg.Definitions.merge(
-    cluster_state.defs,
-    dg.Definitions(resources=build_resources()),
-)
+
+def build_defs(config_path: str | None = None) -> dg.Definitions:
+    """The code location with resources reading ``config_path``.
+
+    ``annex demo`` and ``annex run`` execute these same definitions in-process, pointed at the
+    settings file they were given, so a CLI run and a ``dagster dev`` run share one job.
+    """
+    return dg.Definitions.merge(
+        cluster_state.defs,
+        dg.Definitions(resources=build_resources(config_path)),
+    )
+
+
+defs = build_defs()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -15,10 +16,16 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 
+def _clean_env() -> dict[str, str]:
+    """The environment without annex settings or a Dagster home: runs use throwaway instances
+    (``make test`` exports ``DAGSTER_HOME``, whose run history tests must not fill)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("ANNEX_", "DAGSTER_HOME"))}
+
+
 def annex(
     *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("ANNEX_")}
+    base = _clean_env()
     base["ANNEX_WAREHOUSE"] = str(cwd / "annex.duckdb")
     return subprocess.run(
         [sys.executable, "-m", "annex", *args],
@@ -33,7 +40,7 @@ def annex(
 def test_help_lists_every_command(tmp_path: Path) -> None:
     result = annex("--help", cwd=tmp_path)
     assert result.returncode == 0
-    for command in ("simulate", "collect", "demo", "sql", "warehouse"):
+    for command in ("simulate", "collect", "demo", "run", "sql", "warehouse"):
         assert command in result.stdout
 
 
@@ -94,6 +101,12 @@ def test_demo_then_sql_agree_with_the_simulated_cluster(tmp_path: Path) -> None:
     demo = annex("demo", "--nodes", str(nodes), "--out", str(tmp_path / "demo"), cwd=tmp_path)
     assert demo.returncode == 0, demo.stderr
     assert "GPU" in demo.stdout
+    # The collection ran as a Dagster run whose id the demo prints, with every check passing.
+    run_line = re.search(r"dagster run ([0-9a-f-]{36}) \(cluster_inventory_job.*", demo.stdout)
+    assert run_line, demo.stdout
+    assert "succeeded, all 5 checks passed" in run_line.group(0)
+    assert f"dagster run: {run_line.group(1)}" in demo.stdout
+    assert "Traceback" not in demo.stderr
     count = annex(
         "sql", "-c", "select count(*) as n from core.nodes", "--format", "csv", cwd=tmp_path
     )
@@ -109,7 +122,7 @@ def test_demo_then_sql_agree_with_the_simulated_cluster(tmp_path: Path) -> None:
 
 def test_simulate_serves_a_cluster_that_kubectl_and_annex_collect_read(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "sim" / "kubeconfig"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANNEX_")}
+    env = _clean_env()
     env["ANNEX_WAREHOUSE"] = str(tmp_path / "annex.duckdb")
     simulate = subprocess.Popen(
         [
@@ -153,7 +166,7 @@ def test_simulate_serves_a_cluster_that_kubectl_and_annex_collect_read(tmp_path:
 def test_interactive_sql_reads_statements_from_standard_input(tmp_path: Path) -> None:
     demo = annex("demo", "--nodes", "3", "--out", str(tmp_path / "demo"), cwd=tmp_path)
     assert demo.returncode == 0, demo.stderr
-    base = {k: v for k, v in os.environ.items() if not k.startswith("ANNEX_")}
+    base = _clean_env()
     shell = subprocess.run(
         [sys.executable, "-m", "annex", "sql"],
         input=".tables\nselect count(*) * 7 as seven_per_node\n  from core.nodes;\n.quit\n",

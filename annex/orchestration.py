@@ -1,0 +1,271 @@
+"""Run annex's Dagster jobs in-process, for ``annex demo`` and ``annex run``.
+
+Why through Dagster at all: a CLI run then gets what a scheduled run gets (a run id, the
+blocking asset checks before publishing, the ``duckdb`` pool, retries, and history in the UI
+when ``DAGSTER_HOME`` is set) without a daemon or webserver. The CLI imports this module
+lazily: importing Dagster takes seconds, and ``annex --help`` should not.
+
+The job is the code location's own (``pipelines.definitions.build_defs``), with its resources
+pointed at one settings file, so the CLI and ``dagster dev`` cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import dagster as dg
+
+from annex.errors import ConfigError
+from annex.settings import TOPOLOGY_PRESETS, ClusterSettings, Settings
+from pipelines.definitions import build_defs
+from pipelines.defs.cluster_state.schedules import inventory_job
+from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
+
+T = TypeVar("T")
+
+SELECTED_JOB = "annex_run_job"
+"""The name of the job ``annex run --select`` builds; unselected, it runs ``inventory_job``."""
+
+QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+"""Dagster's console logger prints every event, failures with tracebacks; the CLI prints its
+own summary instead, and the full log stays in the instance (the UI, with ``DAGSTER_HOME``)."""
+
+SELECTION_HINT = (
+    "use Dagster's asset selection syntax, e.g. 'cluster_inventory', "
+    "'key:cluster_inventory+' or 'group:cluster_state'"
+)
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One asset check's verdict in a run."""
+
+    name: str
+    passed: bool
+    severity: str
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What the CLI reports about one Dagster run."""
+
+    run_id: str
+    job_name: str
+    partition: str | None
+    success: bool
+    checks: tuple[CheckOutcome, ...]
+    failure: str | None
+    """The first failing step and its error message, without a traceback."""
+
+    @property
+    def checks_passed(self) -> bool:
+        return all(check.passed for check in self.checks)
+
+    def describe(self) -> str:
+        """One line for the terminal: run id, outcome, check tally."""
+        where = f" for cluster {self.partition!r}" if self.partition else ""
+        status = "succeeded" if self.success else "failed"
+        passed = sum(check.passed for check in self.checks)
+        failed = [f"{c.name} ({c.severity})" for c in self.checks if not c.passed]
+        if not self.checks:
+            tally = "no checks ran"
+        elif failed:
+            tally = f"{passed} of {len(self.checks)} checks passed; failed: " + ", ".join(failed)
+        else:
+            tally = f"all {len(self.checks)} checks passed"
+        return f"dagster run {self.run_id} ({self.job_name}{where}): {status}, {tally}"
+
+
+@contextmanager
+def dagster_instance() -> Iterator[dg.DagsterInstance]:
+    """The persistent instance of ``$DAGSTER_HOME`` (runs show in the UI), else a throwaway one.
+
+    The persistent instance also applies ``.dagster_home/dagster.yaml``: the ``duckdb`` pool of
+    limit 1 and run retries.
+    """
+    home = os.environ.get("DAGSTER_HOME")
+    if not home:
+        with dg.DagsterInstance.ephemeral() as instance:
+            yield instance
+        return
+    if not Path(home).is_absolute() or not Path(home).is_dir():
+        raise ConfigError(
+            f"DAGSTER_HOME={home} is not an absolute path to an existing folder",
+            hint="point it at the repository's .dagster_home (as make dev does), or unset it "
+            "to run with a throwaway Dagster instance",
+        )
+    with dg.DagsterInstance.get() as instance:
+        yield instance
+
+
+def ensure_partitions(instance: dg.DagsterInstance, names: Sequence[str]) -> None:
+    """Add a ``clusters`` partition for each name that lacks one (the discovery sensor's job,
+    done here too so that a CLI run never waits for the sensor)."""
+    existing = set(instance.get_dynamic_partitions(CLUSTERS_PARTITIONS_NAME))
+    new = [name for name in dict.fromkeys(names) if name not in existing]
+    if new:
+        instance.add_dynamic_partitions(CLUSTERS_PARTITIONS_NAME, new)
+
+
+@contextmanager
+def temporary_partition(instance: dg.DagsterInstance, name: str) -> Iterator[None]:
+    """A ``clusters`` partition for the length of a run, e.g. the demo's simulated cluster.
+
+    Removed afterwards (its runs stay in the history) so that the hourly schedule of a
+    persistent instance does not try to collect a cluster that no longer exists.
+    """
+    ensure_partitions(instance, [name])
+    try:
+        yield
+    finally:
+        instance.delete_dynamic_partition(CLUSTERS_PARTITIONS_NAME, name)
+
+
+def resolve_job(config_path: Path, selection: str | None = None) -> dg.JobDefinition:
+    """The job to run: ``inventory_job``, or one over ``selection`` (Dagster selection syntax).
+
+    Raises ``ConfigError`` when the selection is invalid or selects nothing.
+    """
+    defs = build_defs(str(config_path))
+    if selection is None:
+        return _quietly(lambda: defs.resolve_job_def(inventory_job.name))
+    try:
+        job = dg.define_asset_job(SELECTED_JOB, selection=dg.AssetSelection.from_string(selection))
+        return _quietly(
+            lambda: dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(
+                SELECTED_JOB
+            )
+        )
+    except Exception as exc:  # Dagster raises several kinds for bad syntax or empty selections
+        assets = ", ".join(
+            sorted(key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys())
+        )
+        raise ConfigError(
+            f"--select {selection!r} selects nothing runnable ({_first_line(exc)}); "
+            f"assets: {assets}",
+            hint=SELECTION_HINT,
+        ) from None
+
+
+def run_job(
+    job: dg.JobDefinition, instance: dg.DagsterInstance, partition: str | None
+) -> RunOutcome:
+    """Execute ``job`` in this process for one partition (or none); never raises on failure."""
+    if job.partitions_def is None:
+        partition = None
+    result = _quietly(
+        lambda: job.execute_in_process(
+            run_config=QUIET_RUN_CONFIG,
+            instance=instance,
+            partition_key=partition,
+            raise_on_error=False,
+        )
+    )
+    checks = tuple(
+        CheckOutcome(name=e.check_name, passed=e.passed, severity=e.severity.value)
+        for e in result.get_asset_check_evaluations()
+    )
+    return RunOutcome(
+        run_id=result.run_id,
+        job_name=job.name,
+        partition=partition,
+        success=result.success,
+        checks=checks,
+        failure=None if result.success else _failure_message(result),
+    )
+
+
+def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path: Path) -> Path:
+    """Write ``settings`` with only ``clusters`` as an annex.toml the Dagster resources read.
+
+    The resources load settings from a file (so ``dagster dev`` and a run re-executed from the
+    UI read the same thing); the demo's cluster exists only in memory, hence this file. Paths
+    are written absolute so that the file means the same wherever it is read from.
+    """
+    wh = settings.warehouse
+    k8s = settings.kubernetes
+    lines = ["# written by annex for a Dagster run; edits are overwritten", "", "[warehouse]"]
+    lines.append(f"path = {_toml(wh.path.absolute())}")
+    if wh.published_path is not None:
+        lines.append(f"published_path = {_toml(wh.published_path.absolute())}")
+    lines.append(f"lock_timeout_seconds = {_toml(wh.lock_timeout_seconds)}")
+    lines += ["", "[kubernetes]"]
+    for key in (
+        "page_size",
+        "request_timeout_seconds",
+        "connect_timeout_seconds",
+        "max_list_restarts",
+        "max_retries",
+        "max_backoff_seconds",
+        "topology_profile",
+    ):
+        lines.append(f"{key} = {_toml(getattr(k8s, key))}")
+    lines += ["", "[kubernetes.balloons]"]
+    lines.append(f"priority_below = {_toml(k8s.balloons.priority_below)}")
+    lines.append(f"priority_classes = {_toml(k8s.balloons.priority_classes)}")
+    for name, levels in settings.topology_profiles.items():
+        if TOPOLOGY_PRESETS.get(name) != levels:
+            lines += ["", f"[topology.profiles.{_toml(name)}]", f"levels = {_toml(levels)}"]
+    for cluster in clusters:
+        lines += ["", "[[clusters]]", f"name = {_toml(cluster.name)}"]
+        if cluster.kubeconfig is not None:
+            lines.append(f"kubeconfig = {_toml(cluster.kubeconfig.absolute())}")
+        if cluster.context is not None:
+            lines.append(f"context = {_toml(cluster.context)}")
+        if cluster.in_cluster:
+            lines.append("in_cluster = true")
+        if cluster.topology_profile is not None:
+            lines.append(f"topology_profile = {_toml(cluster.topology_profile)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _toml(value: object) -> str:
+    """A TOML literal for the few kinds settings hold (JSON strings are valid TOML strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    return json.dumps(str(value))
+
+
+def _failure_message(result: dg.ExecuteInProcessResult) -> str:
+    """The first failed step and its root error, as the user would want to read it."""
+    for event in result.all_events:
+        if event.event_type != dg.DagsterEventType.STEP_FAILURE:
+            continue
+        error = event.step_failure_data.error if event.step_failure_data else None
+        while error is not None and error.cause is not None:
+            error = error.cause
+        if error is None:
+            return f"step {event.step_key}"
+        message = error.message.strip()
+        prefix = f"{error.cls_name}: "
+        if error.cls_name and prefix in message:
+            message = message.split(prefix, 1)[1]
+        return f"step {event.step_key}: {message}"
+    for event in result.all_events:
+        if event.event_type == dg.DagsterEventType.RUN_FAILURE and event.message:
+            return event.message
+    return "the run failed without a step failure (see the Dagster run logs)"
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _quietly(call: Callable[[], T]) -> T:
+    """Call without Dagster's beta/deprecation warnings, which mean nothing to a CLI user."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return call()
