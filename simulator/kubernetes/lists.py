@@ -297,6 +297,10 @@ class Lister:
             return False
         if token_rv < self.store.compacted_rv:
             return True
+        if token_rv >= self.store.rv:
+            # Nothing was written since: etcd's compaction always keeps the latest revision,
+            # so a snapshot at the current resourceVersion cannot expire, however old.
+            return False
         with self._lock:
             issued = self._issued.get(token_rv)
         return issued is not None and time.monotonic() - issued > self.settings.continue_ttl_seconds

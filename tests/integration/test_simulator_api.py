@@ -227,6 +227,30 @@ def test_expired_continue_token_gives_410_with_inconsistent_token(cluster, core,
     assert sorted(uids) == sorted(p["metadata"]["uid"] for p in world.pods)
 
 
+def test_continue_tokens_age_out_only_once_the_cluster_has_moved_on(world, tmp_path):
+    """etcd compacts old revisions but always keeps the latest: an idle cluster's tokens stay
+    valid however old; once something is written, the old snapshot ages out after the TTL."""
+    with SimulatedCluster(world, continue_ttl_seconds=0.2) as running:
+        running.write_kubeconfig(tmp_path / "kubeconfig")
+        api_client = config.new_client_from_config(config_file=str(tmp_path / "kubeconfig"))
+        core = client.CoreV1Api(api_client)
+        first = orjson.loads(core.list_pod_for_all_namespaces(limit=5, _preload_content=False).data)
+        time.sleep(0.4)
+        idle = core.list_pod_for_all_namespaces(
+            limit=5, _continue=first["metadata"]["continue"], _preload_content=False
+        )
+        assert idle.status == 200  # nothing written: the snapshot is the latest one
+        node = world.nodes[0]["metadata"]["name"]
+        running.mutate("nodes", node, lambda obj: obj["metadata"]["labels"].update(x="1"))
+        time.sleep(0.4)
+        with pytest.raises(ApiException) as expired:
+            core.list_pod_for_all_namespaces(
+                limit=5, _continue=first["metadata"]["continue"], _preload_content=False
+            )
+        assert expired.value.status == 410
+        api_client.close()
+
+
 def test_expire_fault_on_the_second_page(cluster, core):
     cluster.faults.add(Fault("expire", resource="pods"))
     first = orjson.loads(core.list_pod_for_all_namespaces(limit=50, _preload_content=False).data)
