@@ -39,10 +39,13 @@ class Measurement:
     peak_rss_bytes: int
     returncode: int
     error: str = ""
+    steal_share: float = 0.0
+    """Share of the machine's CPU time stolen by the hypervisor during the run (noise)."""
 
 
 def measure(name: str, argv: list[str], *, env: dict[str, str] | None = None) -> Measurement:
     """Run ``argv`` to completion; wall time and the child's own peak RSS (from wait4)."""
+    steal_before, total_before = cpu_times()
     started = time.perf_counter()
     # stderr goes to a file, not a pipe: a chatty child must never block on a full pipe.
     with tempfile.TemporaryFile() as errors:
@@ -59,8 +62,10 @@ def measure(name: str, argv: list[str], *, env: dict[str, str] | None = None) ->
     if process.returncode != 0:
         print(f"{name} failed ({process.returncode}):\n{stderr[-3000:]}", file=sys.stderr)
         error = stderr.strip().splitlines()[-1][:300] if stderr.strip() else "no output"
+    steal_after, total_after = cpu_times()
+    steal = (steal_after - steal_before) / max(1, total_after - total_before)
     return Measurement(
-        name, " ".join(argv), wall, usage.ru_maxrss * 1024, process.returncode, error
+        name, " ".join(argv), wall, usage.ru_maxrss * 1024, process.returncode, error, steal
     )
 
 
@@ -94,6 +99,15 @@ def start_simulator(nodes: int, seed: int, workdir: Path) -> tuple[subprocess.Po
         time.sleep(0.2)
     time.sleep(0.5)  # the kubeconfig is written just before serving starts
     return process, kubeconfig
+
+
+def cpu_times() -> tuple[int, int]:
+    """(steal, total) jiffies from /proc/stat: how much CPU the hypervisor took from this VM."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    return (fields[7] if len(fields) > 7 else 0), sum(fields)
 
 
 def machine() -> str:
@@ -222,8 +236,8 @@ def render(runs: list[Measurement], nodes: int, page_size: int) -> str:
         "",
         f"Machine: {machine()}; kubectl {kubectl_version()}.",
         "",
-        "| client | wall s | peak RSS MiB | annex time ÷ this | exit |",
-        "|---|---:|---:|---:|---:|",
+        "| client | wall s | peak RSS MiB | annex time ÷ this | exit | CPU stolen |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for run in runs:
         ratio = (
@@ -233,7 +247,7 @@ def render(runs: list[Measurement], nodes: int, page_size: int) -> str:
         )
         lines.append(
             f"| {run.name} | {run.wall_seconds:.2f} | {run.peak_rss_bytes / 2**20:.0f} "
-            f"| {ratio} | {run.returncode} |"
+            f"| {ratio} | {run.returncode} | {100 * run.steal_share:.0f}% |"
         )
     for run in runs:
         if run.returncode != 0:
