@@ -85,6 +85,16 @@ def test_inventory_loads_and_checks_pass(setup: Setup) -> None:
     failed = {name: e.metadata for name, e in evaluations.items() if not e.passed}
     assert not failed
 
+    with duckdb.connect(str(setup.warehouse_path), read_only=True) as con:
+        stored = con.execute(
+            "SELECT r.check_name, r.passed, r.cluster, r.run_id, r.collection_id = c.collection_id"
+            " FROM audit.check_results AS r"
+            " JOIN audit.collections AS c ON c.cluster = r.cluster AND c.status = 'succeeded'"
+        ).fetchall()
+    assert sorted(name for name, *_ in stored) == sorted(evaluations)
+    assert all(passed and cluster == CLUSTER and same for _, passed, cluster, _, same in stored)
+    assert {run_id for *_, run_id, _ in stored} == {result.run_id}
+
     [materialization] = result.asset_materializations_for_node("cluster_inventory")
     metadata = materialization.metadata
     assert metadata["snapshot_consistent"].value is True
@@ -106,6 +116,17 @@ def test_failing_blocking_check_stops_publishing(setup: Setup) -> None:
     assert not second.success
     evaluations = _evaluations(second)
     assert not evaluations["inventory_no_duplicate_uids"].passed
+    with duckdb.connect(str(setup.warehouse_path), read_only=True) as con:
+        verdicts = con.execute(
+            "SELECT passed, blocking, severity, details->>'$.duplicate_pod_uids' FROM"
+            " audit.check_results WHERE check_name = 'inventory_no_duplicate_uids'"
+            " ORDER BY checked_at"
+        ).fetchall()
+    assert [(passed, blocking, severity) for passed, blocking, severity, _ in verdicts] == [
+        (True, True, "ERROR"),
+        (False, True, "ERROR"),
+    ]
+    assert verdicts[-1][3] == "1"  # the figure behind the verdict: one duplicated pod UID
     assert second.asset_materializations_for_node("published_warehouse") == []
     assert not Warehouse(WarehouseSettings(path=setup.warehouse_path)).published_path.exists()
 

@@ -4,6 +4,9 @@ The checks that would make the published copy wrong are blocking, so a failure s
 ``published_warehouse`` and analysts keep the previous good copy. The checks double as
 compliance evidence, so each one reports the figures it judged.
 
+Every evaluation is also kept in ``audit.check_results`` (verdict, figures, the collection it
+judged), so that reports can cite data-quality evidence without Dagster's event log.
+
 Each check reads the live file (the published copy is not refreshed until the checks pass),
 under the writer lock and in pool ``duckdb``. In a partitioned run a check looks at the run's
 cluster only; without a partition it looks at every cluster.
@@ -18,6 +21,7 @@ import duckdb
 
 from pipelines.defs.cluster_state.assets import cluster_inventory
 from pipelines.defs.resources import WarehouseResource
+from warehouse.audit import record_check_result
 from warehouse.migrate import utc_now
 
 PARTITION_TAG = "dagster/partition"
@@ -164,8 +168,20 @@ def _evaluate(
     severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
 ) -> dg.AssetCheckResult:
     cluster = _run_cluster(context)
+    (spec,) = context.check_specs
     with warehouse.get().writer() as con:
         outcome: Outcome = check(con, cluster)
+        record_check_result(
+            con,
+            check_name=spec.name,
+            asset=spec.asset_key.to_user_string(),
+            cluster=cluster,
+            passed=outcome.passed,
+            severity=severity.value,
+            blocking=spec.blocking,
+            run_id=context.run.run_id,
+            details=outcome.metadata,
+        )
     metadata = {"cluster": cluster or "all", **outcome.metadata}
     return dg.AssetCheckResult(passed=outcome.passed, severity=severity, metadata=metadata)
 
