@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-ASSETS = ("warehouse_schema", "cluster_inventory", "published_warehouse")
+ASSETS = ("warehouse_schema", "cluster_inventory", "fleet_marts", "published_warehouse")
 STARTUP_SECONDS = 180
 PAGE_SECONDS = 90
 

@@ -13,6 +13,7 @@ import pytest
 from annex.settings import WarehouseSettings
 from pipelines.defs.cluster_state.assets import (
     cluster_inventory,
+    fleet_marts,
     published_warehouse,
     warehouse_schema,
 )
@@ -71,8 +72,11 @@ def _evaluations(result: dg.ExecuteInJobResult) -> dict[str, dg.AssetCheckEvalua
 
 
 def test_inventory_loads_and_checks_pass(setup: Setup) -> None:
-    result = _materialize(setup, [warehouse_schema, cluster_inventory], _instance())
+    result = _materialize(setup, [warehouse_schema, cluster_inventory, fleet_marts], _instance())
     assert result.success
+    [marts] = result.asset_materializations_for_node("fleet_marts")
+    assert marts.metadata["rows/fleet_summary"].value == 1
+    assert marts.metadata["rows/node_gpu_capacity"].value > 0
 
     with duckdb.connect(str(setup.warehouse_path), read_only=True) as con:
         row = con.execute(
@@ -111,7 +115,7 @@ def test_failing_blocking_check_stops_publishing(setup: Setup) -> None:
         con.execute("INSERT INTO core.pods SELECT * FROM core.pods LIMIT 1")
 
     second = _materialize(
-        setup, [warehouse_schema, cluster_inventory, published_warehouse], instance
+        setup, [warehouse_schema, cluster_inventory, fleet_marts, published_warehouse], instance
     )
     assert not second.success
     evaluations = _evaluations(second)
@@ -127,6 +131,7 @@ def test_failing_blocking_check_stops_publishing(setup: Setup) -> None:
         (False, True, "ERROR"),
     ]
     assert verdicts[-1][3] == "1"  # the figure behind the verdict: one duplicated pod UID
+    assert second.asset_materializations_for_node("fleet_marts") == []
     assert second.asset_materializations_for_node("published_warehouse") == []
     assert not Warehouse(WarehouseSettings(path=setup.warehouse_path)).published_path.exists()
 

@@ -6,6 +6,7 @@ import dagster as dg
 
 from pipelines.defs.cluster_state.assets import (
     cluster_inventory,
+    fleet_marts,
     published_warehouse,
     warehouse_schema,
 )
@@ -14,7 +15,7 @@ from pipelines.defs.cluster_state.schedules import hourly_cluster_inventory, inv
 from pipelines.defs.cluster_state.sensors import cluster_discovery, record_inventory_failure
 
 defs = dg.Definitions(
-    assets=[warehouse_schema, cluster_inventory, published_warehouse],
+    assets=[warehouse_schema, cluster_inventory, fleet_marts, published_warehouse],
     asset_checks=CHECKS,
     jobs=[inventory_job],
     schedules=[hourly_cluster_inventory],

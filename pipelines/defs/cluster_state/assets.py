@@ -123,7 +123,34 @@ def cluster_inventory(
     return dg.MaterializeResult(metadata=inventory_metadata(wh, result))
 
 
+def marts_row_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Rows in every ``marts`` view: evaluating each one proves it still works on new data."""
+    names = [
+        row[0]
+        for row in con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE schema_name = 'marts' ORDER BY view_name"
+        ).fetchall()
+    ]
+    counts: dict[str, int] = {}
+    for name in names:
+        row = con.execute(f'SELECT count(*) FROM marts."{name}"').fetchone()
+        counts[name] = int(row[0]) if row else 0
+    return counts
+
+
 @dg.asset(group_name=GROUP, pool="duckdb", kinds={"duckdb"}, deps=[cluster_inventory])
+def fleet_marts(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """The marts analysts and reports read, after each inventory that passed its checks.
+
+    They are views over ``core``, always current; evaluating them here means a view broken by
+    new data fails this step, before the published copy is replaced.
+    """
+    with warehouse.get().writer() as con:
+        counts = marts_row_counts(con)
+    return dg.MaterializeResult(metadata={f"rows/{name}": count for name, count in counts.items()})
+
+
+@dg.asset(group_name=GROUP, pool="duckdb", kinds={"duckdb"}, deps=[fleet_marts])
 def published_warehouse(warehouse: WarehouseResource) -> dg.MaterializeResult:
     """Refresh the analysts' read-only copy, only after the inventory's blocking checks pass."""
     path = warehouse.get().publish()

@@ -8,6 +8,7 @@ import dagster as dg
 
 from pipelines.defs.cluster_state.assets import (
     cluster_inventory,
+    fleet_marts,
     published_warehouse,
     warehouse_schema,
 )
@@ -15,8 +16,10 @@ from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
 
 inventory_job = dg.define_asset_job(
     name="cluster_inventory_job",
-    selection=dg.AssetSelection.assets(warehouse_schema, cluster_inventory, published_warehouse),
-    description="Migrate, collect one cluster into the warehouse, check it, then publish.",
+    selection=dg.AssetSelection.assets(
+        warehouse_schema, cluster_inventory, fleet_marts, published_warehouse
+    ),
+    description="Migrate, collect one cluster, check it, evaluate the marts, then publish.",
 )
 
 
