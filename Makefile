@@ -59,7 +59,8 @@ test: setup
 	@# Dagster-on-Kubernetes packages (they pin kubernetes<37): the deploy tests, and the
 	@# collector's tests again on that older client generation.
 	$(UV) run --with-requirements deploy/requirements-k8s.txt pytest -m "deploy or not deploy" \
-	  tests/pipelines/test_deploy.py tests/unit/test_k8s_listing.py tests/integration/test_k8s_collect.py
+	  tests/pipelines/test_deploy.py tests/unit/test_k8s_listing.py tests/integration/test_k8s_collect.py \
+	  tests/integration/test_k8s_watch.py
 
 lint: setup
 	$(UV) run ruff check .
