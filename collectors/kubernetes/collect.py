@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from kubernetes.client import ApiClient, ApiException
+from kubernetes.client import ApiClient
 
 from annex.errors import ClusterAccessError, CollectionError
 from annex.settings import KubernetesSettings
@@ -30,6 +30,7 @@ from collectors.kubernetes.listing import (
     latency_summary,
     utc_now,
 )
+from collectors.kubernetes.transport import raw_get
 
 
 @dataclass(frozen=True)
@@ -38,13 +39,7 @@ class Resource:
     api_path: str
 
     def method(self, api: ApiClient) -> ListCall:
-        """A paged GET of this list through the client's own transport (auth, TLS, timeouts).
-
-        The generated API classes (``CoreV1Api`` ...) cost ~3 s of import and a pydantic
-        validation per call, for nothing annex uses: it reads raw pages. So annex serialises
-        the request with the client's ``param_serialize`` and sends it with ``call_api``,
-        exactly as the generated ``list_*`` methods do with ``_preload_content=False``.
-        """
+        """A paged GET of this list (``limit``/``_continue``), as the lister calls it."""
 
         def call(
             *,
@@ -56,32 +51,7 @@ class Resource:
             query: list[tuple[str, Any]] = [("limit", limit)]
             if _continue:
                 query.append(("continue", _continue))
-            headers = {"Accept": "application/json"}
-            if not hasattr(api, "param_serialize"):
-                # kubernetes < 37 (the legacy generator, which dagster-k8s pins): call_api
-                # takes the request's parts and raises ApiException on non-2xx itself.
-                return api.call_api(
-                    self.api_path,
-                    "GET",
-                    query_params=query,
-                    header_params=headers,
-                    auth_settings=["BearerToken"],
-                    _preload_content=False,
-                    _return_http_data_only=True,
-                    _request_timeout=_request_timeout,
-                )
-            request = api.param_serialize(
-                "GET",
-                self.api_path,
-                query_params=query,
-                header_params=headers,
-                auth_settings=["BearerToken"],
-            )
-            response = api.call_api(*request, _request_timeout=_request_timeout)
-            if not 200 <= response.status <= 299:
-                response.read()
-                raise ApiException.from_response(http_resp=response, body=None, data=None)
-            return response.response
+            return raw_get(api, self.api_path, query, timeout=_request_timeout)
 
         return call
 

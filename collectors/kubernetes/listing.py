@@ -200,7 +200,7 @@ class Lister:
                 if status in (401, 403):
                     raise ClusterAccessError(
                         f"the API server refused to list {record.resource} "
-                        f"({status} {exc.reason}): {_status_message(exc)}",
+                        f"({status} {exc.reason}): {status_message(exc)}",
                         hint=RBAC_HINT,
                     ) from None
                 if status == 410:
@@ -208,11 +208,11 @@ class Lister:
                 if status not in RETRYABLE_STATUSES:
                     raise CollectionError(
                         f"listing {record.resource} page {number} failed: {status} {exc.reason}: "
-                        f"{_status_message(exc)}",
+                        f"{status_message(exc)}",
                         hint="check that the API server serves " + record.api_path,
                     ) from None
                 problem = f"{status} {exc.reason}"
-                retry_after = _retry_after(exc) if status in (429, 503) else None
+                retry_after = retry_after_seconds(exc) if status in (429, 503) else None
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 record.latencies.append(time.perf_counter() - started)
                 problem = f"{type(exc).__name__}: {exc}"
@@ -269,14 +269,22 @@ class Lister:
             response.release_conn()
 
     def _delay(self, failures: int, retry_after: float | None) -> float:
-        """Full-jitter exponential backoff, capped; never shorter than the server's
-        ``Retry-After``."""
-        cap = self.settings.max_backoff_seconds
-        backoff = min(cap, BACKOFF_BASE_SECONDS * 2**failures)
-        delay = backoff * (0.5 + 0.5 * self.jitter())
-        if retry_after is not None:
-            delay = max(delay, retry_after)
-        return delay
+        return backoff_delay(self.settings, failures, retry_after, self.jitter)
+
+
+def backoff_delay(
+    settings: KubernetesSettings,
+    failures: int,
+    retry_after: float | None,
+    jitter: Callable[[], float],
+) -> float:
+    """Full-jitter exponential backoff, capped; never shorter than the server's
+    ``Retry-After``. Shared by lists and watches."""
+    backoff = min(settings.max_backoff_seconds, BACKOFF_BASE_SECONDS * 2**failures)
+    delay = backoff * (0.5 + 0.5 * jitter())
+    if retry_after is not None:
+        delay = max(delay, retry_after)
+    return delay
 
 
 def _status_body(exc: ApiException) -> objects.Status | None:
@@ -289,7 +297,8 @@ def _status_body(exc: ApiException) -> objects.Status | None:
         return None
 
 
-def _status_message(exc: ApiException) -> str:
+def status_message(exc: ApiException) -> str:
+    """The message of the API server's Status body, or the start of the body."""
     status = _status_body(exc)
     if status is not None and status.message:
         return status.message
@@ -301,7 +310,7 @@ def _status_continue(exc: ApiException) -> str | None:
     return status.metadata.continue_ if status is not None else None
 
 
-def _retry_after(exc: ApiException) -> float:
+def retry_after_seconds(exc: ApiException) -> float:
     """``Retry-After`` in seconds (the API server sends an integer); 1 s when absent."""
     headers = exc.headers or {}
     value = headers.get("Retry-After") if hasattr(headers, "get") else None

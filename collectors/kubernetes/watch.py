@@ -42,11 +42,14 @@ from annex.errors import ClusterAccessError, CollectionError
 from annex.settings import KubernetesSettings
 from collectors.kubernetes import objects
 from collectors.kubernetes.listing import (
-    BACKOFF_BASE_SECONDS,
     RBAC_HINT,
     RETRYABLE_STATUSES,
+    backoff_delay,
+    retry_after_seconds,
+    status_message,
     utc_now,
 )
+from collectors.kubernetes.transport import raw_get
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 EVENT_TYPES: frozenset[str] = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
@@ -314,38 +317,14 @@ class Watcher:
             response.release_conn()
 
     def _open(self, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Any:
-        """Send the GET through the client's transport (as ``collect.Resource.method``)."""
-        api = self.api
-        headers = {"Accept": "application/json"}
+        """Send the GET through the client's transport, as lists are sent."""
         request_timeout = (timeout[0], timeout[1] + READ_SLACK_SECONDS)
-        if not hasattr(api, "param_serialize"):  # kubernetes < 37: call_api raises on non-2xx
-            return api.call_api(
-                self.api_path,
-                "GET",
-                query_params=query,
-                header_params=headers,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=request_timeout,
-            )
-        request = api.param_serialize(
-            "GET",
-            self.api_path,
-            query_params=query,
-            header_params=headers,
-            auth_settings=["BearerToken"],
-        )
-        response = api.call_api(*request, _request_timeout=request_timeout)
-        if not 200 <= response.status <= 299:
-            response.read()
-            raise ApiException.from_response(http_resp=response, body=None, data=None)
-        return response.response
+        return raw_get(self.api, self.api_path, query, timeout=request_timeout)
 
     def _refused(self, exc: ApiException) -> Exception:
         """The exception for an HTTP error answer to a watch request."""
         status = exc.status or 0
-        message = _message(exc)
+        message = status_message(exc)
         name = self.record.resource
         if status == 410:
             return WatchExpired(
@@ -359,7 +338,7 @@ class Watcher:
                 hint=RBAC_HINT,
             )
         if status in RETRYABLE_STATUSES:
-            retry_after = _retry_after(exc) if status in (429, 503) else None
+            retry_after = retry_after_seconds(exc) if status in (429, 503) else None
             return _Retry(f"{status} {exc.reason}", retry_after)
         return CollectionError(
             f"watching {name} failed: {status} {exc.reason}: {message}",
@@ -374,28 +353,4 @@ class Watcher:
         )
 
     def _delay(self, failures: int, retry_after: float | None) -> float:
-        """Full-jitter exponential backoff as the lister's; never below ``Retry-After``."""
-        backoff = min(self.settings.max_backoff_seconds, BACKOFF_BASE_SECONDS * 2**failures)
-        delay = backoff * (0.5 + 0.5 * self.jitter())
-        return max(delay, retry_after) if retry_after is not None else delay
-
-
-def _message(exc: ApiException) -> str:
-    body = exc.body
-    if body:
-        try:
-            status = _STATUS.decode(body)
-            if status.message:
-                return status.message
-        except (msgspec.DecodeError, TypeError):
-            pass
-    return str(body or "")[:200]
-
-
-def _retry_after(exc: ApiException) -> float:
-    headers = exc.headers or {}
-    value = headers.get("Retry-After") if hasattr(headers, "get") else None
-    try:
-        return max(0.0, float(value)) if value is not None else 1.0
-    except ValueError:
-        return 1.0
+        return backoff_delay(self.settings, failures, retry_after, self.jitter)
