@@ -11,6 +11,7 @@ pointed at one settings file, so the CLI and ``dagster dev`` cannot drift apart.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import warnings
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import dagster as dg
+from sqlalchemy.exc import IntegrityError
 
 from annex.errors import ConfigError
 from annex.settings import TOPOLOGY_PRESETS, ClusterSettings, Settings
@@ -101,8 +103,23 @@ def dagster_instance() -> Iterator[dg.DagsterInstance]:
             hint="point it at the repository's .dagster_home (as make dev does), or unset it "
             "to run with a throwaway Dagster instance",
         )
-    with dg.DagsterInstance.get() as instance:
+    # Two annex processes starting at once on a new DAGSTER_HOME would both create its SQLite
+    # storage and collide; creating (and first touching) it under a file lock serialises that.
+    with _exclusive(Path(home) / ".annex-instance.lock"):
+        instance = dg.DagsterInstance.get()
+        instance.get_dynamic_partitions(CLUSTERS_PARTITIONS_NAME)
+    with instance:
         yield instance
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def ensure_partitions(instance: dg.DagsterInstance, names: Sequence[str]) -> None:
@@ -110,8 +127,16 @@ def ensure_partitions(instance: dg.DagsterInstance, names: Sequence[str]) -> Non
     done here too so that a CLI run never waits for the sensor)."""
     existing = set(instance.get_dynamic_partitions(CLUSTERS_PARTITIONS_NAME))
     new = [name for name in dict.fromkeys(names) if name not in existing]
-    if new:
+    if not new:
+        return
+    try:
         instance.add_dynamic_partitions(CLUSTERS_PARTITIONS_NAME, new)
+    except IntegrityError:
+        # Another process (a second `annex run`, the discovery sensor) added one of them at the
+        # same moment: fine, as long as they all exist now.
+        existing = set(instance.get_dynamic_partitions(CLUSTERS_PARTITIONS_NAME))
+        if not all(name in existing for name in new):
+            raise
 
 
 @contextmanager

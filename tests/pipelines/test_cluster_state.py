@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 import pytest
+from simulated import Setup, simulated_setup
 
 from annex.settings import WarehouseSettings
 from pipelines.defs.cluster_state.assets import (
@@ -21,8 +21,6 @@ from pipelines.defs.cluster_state.checks import CHECKS
 from pipelines.defs.cluster_state.sensors import record_inventory_failure, record_run_failure
 from pipelines.defs.resources import build_resources
 from pipelines.partitions import CLUSTERS_PARTITIONS_NAME, clusters
-from simulator.kubernetes import SimulatedCluster
-from simulator.world import build_world
 from warehouse import Warehouse
 
 pytestmark = pytest.mark.integration
@@ -31,24 +29,10 @@ CLUSTER = "sim-east"
 NODES = 20
 
 
-@dataclass(frozen=True)
-class Setup:
-    config_path: Path
-    warehouse_path: Path
-
-
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[Setup]:
-    with SimulatedCluster(build_world(nodes=NODES, seed=1)) as sim:
-        kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
-        warehouse_path = tmp_path / "annex.duckdb"
-        config = tmp_path / "annex.toml"
-        config.write_text(
-            f'[warehouse]\npath = "{warehouse_path}"\n\n'
-            f'[[clusters]]\nname = "{CLUSTER}"\nkubeconfig = "{kubeconfig}"\n',
-            encoding="utf-8",
-        )
-        yield Setup(config_path=config, warehouse_path=warehouse_path)
+    with simulated_setup(tmp_path, cluster=CLUSTER, nodes=NODES, seed=1) as prepared:
+        yield prepared
 
 
 def _instance() -> dg.DagsterInstance:

@@ -13,16 +13,14 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pytest
+from simulated import Setup, simulated_setup
 
 from annex.orchestration import write_settings
 from annex.settings import ClusterSettings, load_settings
-from simulator.kubernetes import SimulatedCluster
-from simulator.world import build_world
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -32,25 +30,10 @@ NODES = 60
 WAITING = "waiting for the warehouse writer lock"
 
 
-@dataclass(frozen=True)
-class Setup:
-    tmp: Path
-    config_path: Path
-    warehouse_path: Path
-
-
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[Setup]:
-    with SimulatedCluster(build_world(nodes=NODES, seed=4)) as sim:
-        kubeconfig = sim.write_kubeconfig(tmp_path / "kubeconfig")
-        warehouse_path = tmp_path / "annex.duckdb"
-        config = tmp_path / "annex.toml"
-        config.write_text(
-            f'[warehouse]\npath = "{warehouse_path}"\n\n'
-            f'[[clusters]]\nname = "{CLUSTER}"\nkubeconfig = "{kubeconfig}"\n',
-            encoding="utf-8",
-        )
-        yield Setup(tmp=tmp_path, config_path=config, warehouse_path=warehouse_path)
+    with simulated_setup(tmp_path, cluster=CLUSTER, nodes=NODES, seed=4) as prepared:
+        yield prepared
 
 
 def _env(dagster_home: Path | None) -> dict[str, str]:
