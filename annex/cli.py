@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--select",
         metavar="SELECTION",
         help="Dagster asset selection, e.g. 'key:cluster_inventory+' (default: the whole "
-        "cluster_state group: schema, inventory, checks, published copy)",
+        "cluster_state group: schema, inventory, checks, marts, published copy)",
     )
     run.add_argument(
         "--cluster",
@@ -130,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="query the published warehouse copy (read-only)",
         description=(
             "Query the analysts' read-only copy of the warehouse. Interactive without -c; "
-            "try 'show all tables' or 'select * from docs.columns'."
+            "'.tables' lists the tables and views with their descriptions; start with "
+            "'select * from marts.fleet_summary'."
         ),
     )
     sql.add_argument("-c", "--command", dest="query", help="run one query and exit")

@@ -32,6 +32,7 @@ from warehouse.migrate import (
     apply_migrations,
     check_applied,
     discover_migrations,
+    table_exists,
 )
 from warehouse.publish import copy_atomically
 
@@ -315,11 +316,7 @@ def open_duckdb(
 
 
 def _recent_collections(con: duckdb.DuckDBPyConnection) -> list[CollectionSummary]:
-    exists = con.execute(
-        "SELECT count(*) FROM duckdb_tables() "
-        "WHERE schema_name = 'audit' AND table_name = 'collections'"
-    ).fetchone()
-    if not exists or exists[0] == 0:
+    if not table_exists(con, "audit", "collections"):
         return []
     rows = con.execute(
         "SELECT collection_id, source, cluster, status, started_at, finished_at, "

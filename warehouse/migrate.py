@@ -105,13 +105,18 @@ def discover_migrations(migrations_dir: Path | None = None) -> list[Migration]:
     return migrations
 
 
+def table_exists(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
+    """Whether ``schema.table`` exists (a new or older file may lack it)."""
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?",
+        [schema, table],
+    ).fetchone()
+    return bool(row and row[0])
+
+
 def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[AppliedMigration]:
     """The rows of ``meta.migrations``; empty on a new file."""
-    exists = con.execute(
-        "SELECT count(*) FROM duckdb_tables() "
-        "WHERE schema_name = 'meta' AND table_name = 'migrations'"
-    ).fetchone()
-    if not exists or exists[0] == 0:
+    if not table_exists(con, "meta", "migrations"):
         return []
     rows = con.execute(
         "SELECT version, name, checksum, applied_at FROM meta.migrations ORDER BY version"
