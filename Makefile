@@ -18,7 +18,7 @@ export UV_SYSTEM_CERTS ?= 1
 export UV_COMPILE_BYTECODE ?= 1
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 
-.PHONY: help setup system-deps uv demo dev test lint format bench dictionary clean
+.PHONY: help setup system-deps uv probe-deps demo dev test lint format bench dictionary clean
 
 help:
 	@echo "make demo   run annex end to end on a simulated GPU cluster"
@@ -42,7 +42,23 @@ uv:
 	  python3 -m pip install -q --user --break-system-packages uv; }
 
 setup: system-deps uv
-	@$(UV) sync --locked --quiet
+	@$(UV) sync --locked --inexact --quiet
+
+# The probe suite's GPU stack (the `gpu` extra's torch and triton), installed beside the lock into
+# .venv: `setup` syncs with --inexact so they survive, and `uv run` never removes extra packages.
+# Where /opt/wheels exists (a CPU build of torch) it is used; uv does not read pip.conf. Without
+# it PyPI's default torch build is installed: much bigger, but it runs the tests on CPU too.
+# A no-op when the pinned versions are already installed.
+PROBE_TORCH := 2.13.0
+PROBE_TRITON := 3.9.0
+probe-deps: setup
+	@.venv/bin/python -c "import importlib.metadata as m, sys; \
+	  ok = m.version('torch').split('+')[0] == '$(PROBE_TORCH)' and m.version('triton') == '$(PROBE_TRITON)'; \
+	  m.version('numpy'); sys.exit(0 if ok else 1)" 2>/dev/null || { \
+	  echo "installing torch $(PROBE_TORCH) and triton $(PROBE_TRITON) into .venv"; \
+	  $(UV) pip install --python .venv/bin/python --quiet \
+	    $$([ -d /opt/wheels ] && echo --find-links /opt/wheels) \
+	    torch==$(PROBE_TORCH) triton==$(PROBE_TRITON) numpy; }
 
 demo: setup
 	$(UV) run annex demo
@@ -52,7 +68,7 @@ demo: setup
 dev: setup
 	DAGSTER_HOME=$(CURDIR)/.dagster_home $(UV) run dagster dev -m pipelines.definitions -h 127.0.0.1 -p 3000
 
-test: setup
+test: setup probe-deps
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run pytest -m "not deploy"
@@ -70,7 +86,7 @@ format: setup
 	$(UV) run ruff check --fix .
 	$(UV) run ruff format .
 
-bench: setup
+bench: setup probe-deps
 	$(UV) run python -m bench.collect_scale --nodes 7500
 
 dictionary: setup

@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,6 +86,56 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cluster.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     cluster.set_defaults(run=cmd_collect_cluster)
+
+    gpubench = sources.add_parser(
+        "gpubench",
+        help="read benchmark records from completed probe pods' logs",
+        description=(
+            "Read the Triton probe records from the logs of completed probe pods (namespace "
+            "and labels from [gpubench]) not read before, validate them and load them."
+        ),
+    )
+    gpubench.add_argument(
+        "--cluster", dest="cluster_name", metavar="NAME", help="a cluster from the settings"
+    )
+    gpubench.set_defaults(run=cmd_collect_gpubench)
+
+    telemetry = sources.add_parser(
+        "telemetry",
+        help="collect DCGM telemetry (Prometheus range API or exporter scrapes)",
+        description=(
+            "Collect DCGM exporter metrics of each cluster: from its prometheus_url over a "
+            "window (default: the last telemetry.window_seconds), else by scraping its "
+            "dcgm_exporter_urls once. Samples already loaded are skipped."
+        ),
+    )
+    telemetry.add_argument(
+        "--cluster", dest="cluster_name", metavar="NAME", help="a cluster from the settings"
+    )
+    telemetry.add_argument("--since", type=_iso_time, metavar="TIME", help="window start (UTC)")
+    telemetry.add_argument("--until", type=_iso_time, metavar="TIME", help="window end (UTC)")
+    telemetry.add_argument(
+        "--no-rollup", action="store_true", help="skip rebuilding the hourly utilisation marts"
+    )
+    telemetry.set_defaults(run=cmd_collect_telemetry)
+
+    probe = commands.add_parser("probe", help="the GPU benchmark probes annex deploys")
+    probe_actions = probe.add_subparsers(dest="action", metavar="ACTION", required=True)
+    manifest = probe_actions.add_parser(
+        "manifest",
+        help="write the Kubernetes manifest that runs the probe suite on every GPU node",
+        description=(
+            "Print a Namespace, PriorityClass, ServiceAccount and an indexed Job that runs the "
+            "Triton benchmark suite once on each of NODES GPU nodes; apply it with kubectl."
+        ),
+    )
+    manifest.add_argument("--nodes", type=_positive_int, required=True, help="GPU nodes to probe")
+    manifest.add_argument("--gpus-per-node", type=_positive_int, default=8)
+    manifest.add_argument("--image", required=True, help="container image with annex[gpu]")
+    manifest.add_argument("--namespace", default=None, help="default: [gpubench] namespace")
+    manifest.add_argument("--deadline-seconds", type=_positive_int, default=3600)
+    manifest.add_argument("--output", "-o", type=Path, help="file to write (default: stdout)")
+    manifest.set_defaults(run=cmd_probe_manifest)
 
     demo = commands.add_parser(
         "demo",
@@ -165,6 +215,16 @@ def build_parser() -> argparse.ArgumentParser:
     publish = actions.add_parser("publish", help="refresh the analysts' read-only copy")
     publish.set_defaults(run=cmd_warehouse_publish)
     return parser
+
+
+def _iso_time(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 time, e.g. 2026-11-20T00:00:00Z"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _positive_int(text: str) -> int:
@@ -316,12 +376,78 @@ def _collect_one(target: ClusterSettings, settings: Settings, *, quiet: bool):
     return result
 
 
+def _targets_named(args: argparse.Namespace, settings: Settings) -> list[ClusterSettings]:
+    if args.cluster_name:
+        return [settings.cluster(args.cluster_name)]
+    if not settings.clusters:
+        raise ConfigError(
+            f"no [[clusters]] in {settings.source}",
+            hint="add one (see annex.example.toml) or try `annex demo`",
+        )
+    return list(settings.clusters)
+
+
+def _report(result, what: str, settings: Settings) -> None:
+    print(
+        f"{what} collection {result.collection_id} of cluster {result.cluster!r}: "
+        f"{result.status} ({_row_count_text(result.row_counts)}; {result.rejected_count} "
+        f"rejected) into {settings.warehouse.path}",
+        file=sys.stderr,
+    )
+
+
+def cmd_collect_gpubench(args: argparse.Namespace, settings: Settings) -> int:
+    from annex.gpu_evidence import collect_gpu_benchmarks
+    from warehouse import Warehouse
+
+    wh = Warehouse(settings.warehouse)
+    for target in _targets_named(args, settings):
+        _report(collect_gpu_benchmarks(settings, wh, target), "benchmark", settings)
+    return 0
+
+
+def cmd_collect_telemetry(args: argparse.Namespace, settings: Settings) -> int:
+    from annex.gpu_evidence import collect_gpu_telemetry, refresh_gpu_utilisation
+    from warehouse import Warehouse
+
+    wh = Warehouse(settings.warehouse)
+    for target in _targets_named(args, settings):
+        result = collect_gpu_telemetry(
+            settings, wh, target, start=args.since, end=args.until, publish=args.no_rollup
+        )
+        _report(result, "telemetry", settings)
+    if not args.no_rollup:
+        counts = refresh_gpu_utilisation(wh)
+        print(f"utilisation marts refreshed: {counts}", file=sys.stderr)
+    return 0
+
+
+def cmd_probe_manifest(args: argparse.Namespace, settings: Settings) -> int:
+    from probes.gpubench.manifest import manifest_yaml, probe_manifest
+
+    objects = probe_manifest(
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        image=args.image,
+        namespace=args.namespace or settings.gpubench.namespace,
+        deadline_seconds=args.deadline_seconds,
+    )
+    text = manifest_yaml(objects)
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}; apply with: kubectl apply -f {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _row_count_text(row_counts: dict[str, int]) -> str:
     return ", ".join(f"{count:,} {table}" for table, count in sorted(row_counts.items()))
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from simulator.kubernetes import SimulatedCluster
+    from simulator.telemetry import TelemetryServer
     from simulator.world import build_world
 
     if args.nodes > 7500:
@@ -329,25 +455,37 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"building a simulated GPU cluster of {args.nodes} nodes (seed {args.seed})…")
     world = build_world(nodes=args.nodes, seed=args.seed)
-    with SimulatedCluster(world, tls=True) as cluster:
+    with SimulatedCluster(world, tls=True) as cluster, TelemetryServer(world) as telemetry:
         kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
         print(f"serving it at {cluster.url} (kubeconfig: {kubeconfig})")
-        target = ClusterSettings(name="annex-demo", kubeconfig=kubeconfig, context="annex-demo")
-        outcome = _run_through_dagster(settings, target, args.out / "annex.toml")
+        print(f"serving its DCGM telemetry through a Prometheus API at {telemetry.prometheus_url}")
+        target = ClusterSettings(
+            name="annex-demo",
+            kubeconfig=kubeconfig,
+            context="annex-demo",
+            prometheus_url=telemetry.prometheus_url,
+        )
+        config = args.out / "annex.toml"
+        outcomes = [
+            _run_through_dagster(settings, target, config, job)
+            for job in ("cluster_inventory_job", "gpu_benchmarks_job", "gpu_telemetry_job")
+        ]
     _print_summary(settings)
+    runs = "\n".join(f"dagster run: {o.run_id} ({o.job_name})" for o in outcomes)
     print(
         f"\nwarehouse: {settings.warehouse.path} "
         f"(analysts' copy: {settings.warehouse.resolved_published_path})\n"
-        f"dagster run: {outcome.run_id}\n"
-        'next: annex sql -c "select * from marts.fleet_summary"'
+        f"{runs}\n"
+        'next: annex sql -c "select * from marts.fleet_summary"\n'
+        '      annex sql -c "select * from marts.gpu_degraded"'
     )
     return 0
 
 
 def _run_through_dagster(
-    settings: Settings, target: ClusterSettings, config_path: Path
+    settings: Settings, target: ClusterSettings, config_path: Path, job_name: str
 ) -> RunOutcome:
-    """Collect ``target`` by running the inventory job in-process; raise if the run failed.
+    """Run ``job_name`` in-process for ``target``'s partition; raise if the run failed.
 
     The Dagster resources read settings from a file, so ``settings`` with only ``target`` as
     its cluster are written to ``config_path`` first.
@@ -361,15 +499,15 @@ def _run_through_dagster(
         write_settings,
     )
 
-    print(f"collecting it through Dagster (job cluster_inventory_job, partition {target.name})…")
+    print(f"running Dagster job {job_name} for partition {target.name}…")
     config = write_settings(settings, [target], config_path).absolute()
-    job = resolve_job(config)
+    job = resolve_job(config, name=job_name)
     with dagster_instance() as instance, temporary_partition(instance, target.name):
         outcome = run_job(job, instance, target.name)
     print(outcome.describe())
     if not outcome.success:
         raise CollectionError(
-            f"dagster run {outcome.run_id} failed at {outcome.failure}",
+            f"dagster run {outcome.run_id} ({job_name}) failed at {outcome.failure}",
             hint="rerun with --debug for details; with DAGSTER_HOME set the run's logs are in "
             "the Dagster UI (make dev)",
         )

@@ -153,14 +153,17 @@ def temporary_partition(instance: dg.DagsterInstance, name: str) -> Iterator[Non
         instance.delete_dynamic_partition(CLUSTERS_PARTITIONS_NAME, name)
 
 
-def resolve_job(config_path: Path, selection: str | None = None) -> dg.JobDefinition:
-    """The job to run: ``inventory_job``, or one over ``selection`` (Dagster selection syntax).
+def resolve_job(
+    config_path: Path, selection: str | None = None, *, name: str | None = None
+) -> dg.JobDefinition:
+    """The job to run: the job called ``name`` (default ``inventory_job``), or one over
+    ``selection`` (Dagster selection syntax).
 
     Raises ``ConfigError`` when the selection is invalid or selects nothing.
     """
     defs = build_defs(str(config_path))
     if selection is None:
-        return _quietly(lambda: defs.resolve_job_def(inventory_job.name))
+        return _quietly(lambda: defs.resolve_job_def(name or inventory_job.name))
     try:
         job = dg.define_asset_job(SELECTED_JOB, selection=dg.AssetSelection.from_string(selection))
         return _quietly(
@@ -235,6 +238,9 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
     lines += ["", "[kubernetes.balloons]"]
     lines.append(f"priority_below = {_toml(k8s.balloons.priority_below)}")
     lines.append(f"priority_classes = {_toml(k8s.balloons.priority_classes)}")
+    for section, values in (("telemetry", settings.telemetry), ("gpubench", settings.gpubench)):
+        lines += ["", f"[{section}]"]
+        lines += [f"{key} = {_toml(value)}" for key, value in vars(values).items()]
     for name, levels in settings.topology_profiles.items():
         if TOPOLOGY_PRESETS.get(name) != levels:
             lines += ["", f"[topology.profiles.{_toml(name)}]", f"levels = {_toml(levels)}"]
@@ -248,6 +254,12 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
             lines.append("in_cluster = true")
         if cluster.topology_profile is not None:
             lines.append(f"topology_profile = {_toml(cluster.topology_profile)}")
+        if cluster.prometheus_url is not None:
+            lines.append(f"prometheus_url = {_toml(cluster.prometheus_url)}")
+        if cluster.prometheus_token_env is not None:
+            lines.append(f"prometheus_token_env = {_toml(cluster.prometheus_token_env)}")
+        if cluster.dcgm_exporter_urls:
+            lines.append(f"dcgm_exporter_urls = {_toml(cluster.dcgm_exporter_urls)}")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -125,6 +125,33 @@ class KubernetesSettings:
 
 
 @dataclass(frozen=True)
+class TelemetrySettings:
+    """DCGM telemetry: scraped from exporters or read from Prometheus' range API."""
+
+    step_seconds: int = 60
+    """Resolution of range queries (one sample per series per step)."""
+    window_seconds: int = 3600
+    """How far back a scheduled collection reads (overlaps are loaded once)."""
+    max_points_per_series: int = 11_000
+    """Prometheus refuses range queries above 11,000 points per series: windows are cut below."""
+    request_timeout_seconds: float = 30.0
+    max_response_bytes: int = 512 * 1024 * 1024
+    """A response larger than this is refused rather than read into memory."""
+
+
+@dataclass(frozen=True)
+class GpubenchSettings:
+    """Where annex finds the benchmark probes' pods and how it judges their records."""
+
+    namespace: str = "annex-probes"
+    label_selector: str = "app.kubernetes.io/name=annex-gpubench"
+    max_log_bytes: int = 16 * 1024 * 1024
+    max_line_bytes: int = 64 * 1024
+    peak_tolerance: float = 1.05
+    """A record whose achieved throughput exceeds the dense peak times this is rejected."""
+
+
+@dataclass(frozen=True)
 class ClusterSettings:
     name: str
     kubeconfig: Path | None = None
@@ -132,12 +159,20 @@ class ClusterSettings:
     in_cluster: bool = False
     topology_profile: str | None = None
     """Overrides ``kubernetes.topology_profile`` for this cluster."""
+    prometheus_url: str | None = None
+    """Prometheus (or a compatible API) holding this cluster's DCGM exporter series."""
+    prometheus_token_env: str | None = None
+    """Name of the environment variable holding Prometheus' bearer token (never the token)."""
+    dcgm_exporter_urls: tuple[str, ...] = ()
+    """Exporter ``/metrics`` URLs to scrape; ``{node}`` expands to each GPU node's name."""
 
 
 @dataclass(frozen=True)
 class Settings:
     warehouse: WarehouseSettings = field(default_factory=WarehouseSettings)
     kubernetes: KubernetesSettings = field(default_factory=KubernetesSettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
+    gpubench: GpubenchSettings = field(default_factory=GpubenchSettings)
     clusters: tuple[ClusterSettings, ...] = ()
     topology_profiles: Mapping[str, tuple[tuple[str, ...], ...]] = field(
         default_factory=lambda: dict(TOPOLOGY_PRESETS)
@@ -374,6 +409,38 @@ def _validate(
         )
     k8s.finish()
 
+    tel = _Reader(top.get("telemetry", dict, {}), "telemetry", source, origin, base)
+    telemetry = TelemetrySettings(
+        step_seconds=tel.number("step_seconds", int, 60, minimum=1, maximum=3600),
+        window_seconds=tel.number("window_seconds", int, 3600, minimum=60, maximum=31 * 86_400),
+        max_points_per_series=tel.number(
+            "max_points_per_series", int, 11_000, minimum=10, maximum=11_000
+        ),
+        request_timeout_seconds=tel.number(
+            "request_timeout_seconds", float, 30.0, minimum=1, maximum=3600
+        ),
+        max_response_bytes=tel.number(
+            "max_response_bytes", int, 512 * 1024 * 1024, minimum=1024, maximum=1 << 36
+        ),
+    )
+    tel.finish()
+
+    bench = _Reader(top.get("gpubench", dict, {}), "gpubench", source, origin, base)
+    gpubench = GpubenchSettings(
+        namespace=bench.get("namespace", str, "annex-probes"),
+        label_selector=bench.get("label_selector", str, "app.kubernetes.io/name=annex-gpubench"),
+        max_log_bytes=bench.number(
+            "max_log_bytes", int, 16 * 1024 * 1024, minimum=1024, maximum=1 << 30
+        ),
+        max_line_bytes=bench.number(
+            "max_line_bytes", int, 64 * 1024, minimum=256, maximum=16 * 1024 * 1024
+        ),
+        peak_tolerance=bench.number("peak_tolerance", float, 1.05, minimum=1.0, maximum=2.0),
+    )
+    if not gpubench.namespace or not gpubench.label_selector:
+        raise bench.error("gpubench.namespace", gpubench.namespace, "must not be empty")
+    bench.finish()
+
     clusters_raw = top.get("clusters", list, [])
     clusters: list[ClusterSettings] = []
     for index, entry in enumerate(clusters_raw):
@@ -387,6 +454,8 @@ def _validate(
     return Settings(
         warehouse=warehouse,
         kubernetes=kubernetes,
+        telemetry=telemetry,
+        gpubench=gpubench,
         clusters=tuple(clusters),
         topology_profiles=profiles,
         source=source,
@@ -443,7 +512,25 @@ def _cluster(
     context = reader.get("context", str, None)
     in_cluster = reader.get("in_cluster", bool, False)
     profile = reader.get("topology_profile", str, None)
+    prometheus_url = reader.get("prometheus_url", str, None)
+    token_env = reader.get("prometheus_token_env", str, None)
+    exporters = reader.strings("dcgm_exporter_urls", ())
     reader.finish()
+    urls = [("prometheus_url", prometheus_url)] if prometheus_url is not None else []
+    urls += [("dcgm_exporter_urls", url) for url in exporters]
+    for key, url in urls:
+        if not url.startswith(("http://", "https://")):
+            raise reader.error(f"{prefix}.{key}", url, "must be an http:// or https:// URL")
+        if "@" in url.split("//", 1)[1].split("/", 1)[0]:
+            raise reader.error(
+                f"{prefix}.{key}",
+                "<redacted>",
+                "must not carry credentials; name an environment variable in prometheus_token_env",
+            )
+    if token_env is not None and not token_env.replace("_", "").isalnum():
+        raise reader.error(
+            f"{prefix}.prometheus_token_env", token_env, "must be an environment variable name"
+        )
     if in_cluster and (kubeconfig is not None or context is not None):
         raise reader.error(
             f"{prefix}.in_cluster", in_cluster, "cannot be combined with kubeconfig or context"
@@ -462,4 +549,7 @@ def _cluster(
         context=context,
         in_cluster=in_cluster,
         topology_profile=profile,
+        prometheus_url=prometheus_url.rstrip("/") if prometheus_url else None,
+        prometheus_token_env=token_env,
+        dcgm_exporter_urls=exporters,
     )

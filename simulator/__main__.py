@@ -38,6 +38,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PER_SECOND",
         help="changes per second while serving (jobs finish and start)",
     )
+    kube.add_argument(
+        "--telemetry-port",
+        type=int,
+        metavar="PORT",
+        help="also serve the DCGM exporters and their Prometheus on this port (0: a free one)",
+    )
     args = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -50,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         tls=args.tls,
         churn_per_second=args.churn,
     ).start()
+    telemetry = None
+    if args.telemetry_port is not None:
+        from simulator.telemetry import TelemetryServer
+
+        telemetry = TelemetryServer(world, host=args.host, port=args.telemetry_port).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -63,11 +74,19 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         print(cluster.url, flush=True)
+        if telemetry is not None:
+            print(
+                f"telemetry: {telemetry.url} (exporters: {telemetry.url}/exporters/<node>/metrics,"
+                f" prometheus: {telemetry.prometheus_url})",
+                flush=True,
+            )
         while not stop.is_set():
             stop.wait(0.5)
     except KeyboardInterrupt:
         pass
     finally:
+        if telemetry is not None:
+            telemetry.stop()
         cluster.stop()
     return 0
 

@@ -18,7 +18,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import metadata
@@ -29,7 +29,7 @@ import pyarrow as pa
 from annex.errors import CollectionError, WarehouseError
 from warehouse.connection import OnWait, Warehouse
 from warehouse.migrate import utc_now
-from warehouse.staging import Stager
+from warehouse.staging import Sink, Stager
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,11 @@ class SourceModel:
     source: str
     staging_sql: str
     merge_sql: str
+    appends: Mapping[str, Callable[[duckdb.DuckDBPyConnection], Sink]] = field(default_factory=dict)
+    """Tables appended straight into the warehouse inside the collection's transaction instead
+    of being staged and copied: name -> factory called once per collection, returning the sink
+    for that collection's chunks. For very large, append-only tables (telemetry samples), where
+    a second copy would double the load time. The sink owns idempotency."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +210,9 @@ def _stage(
     on_progress: Callable[[str, int], None] | None,
 ) -> dict[str, int]:
     staged = _staging_tables(con)
-    stager = Stager(con, model.source)
+    sinks = {table: factory(con) for table, factory in model.appends.items()}
+    staged |= set(sinks)
+    stager = Stager(con, model.source, sinks)
     row_counts: dict[str, int] = {}
     iterator = iter(batches)
     try:

@@ -11,6 +11,7 @@ table, never by cluster size, and the collector's iterator is still consumed one
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import duckdb
@@ -20,6 +21,12 @@ from annex.errors import CollectionError
 
 FLUSH_ROWS = 65_536
 FLUSH_BYTES = 32 * 1024 * 1024
+SINK_FLUSH_ROWS = 122_880 * 40
+"""Sinks (tables appended straight into the warehouse) take bigger chunks: their rows are narrow
+and many (telemetry samples), and each insert has a fixed cost."""
+
+Sink = Callable[[pa.Table], None]
+"""Receives a chunk of a table that bypasses staging (see ``SourceModel.appends``)."""
 
 _VIEW = "annex_staging_arrow"
 
@@ -34,11 +41,22 @@ class _Pending:
 
 
 class Stager:
-    """Buffers batches per table and inserts them ``BY NAME`` into ``stage_<table>``."""
+    """Buffers batches per table and inserts them ``BY NAME`` into ``stage_<table>``.
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, source: str) -> None:
+    Tables in ``sinks`` are handed to their sink instead, in chunks of ``SINK_FLUSH_ROWS``; every
+    staged table is flushed first, so a sink can rely on the rows staged before its chunk (the
+    telemetry series before the samples that reference them).
+    """
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        source: str,
+        sinks: Mapping[str, Sink] | None = None,
+    ) -> None:
         self.con = con
         self.source = source
+        self.sinks: Mapping[str, Sink] = sinks or {}
         self.pending: dict[str, _Pending] = {}
 
     def add(self, table: str, batch: pa.RecordBatch, number: int) -> None:
@@ -52,7 +70,8 @@ class Stager:
         pending.batches.append(batch)
         pending.rows += batch.num_rows
         pending.bytes += batch.nbytes
-        if pending.rows >= FLUSH_ROWS or pending.bytes >= FLUSH_BYTES:
+        rows_cap = SINK_FLUSH_ROWS if table in self.sinks else FLUSH_ROWS
+        if pending.rows >= rows_cap or pending.bytes >= FLUSH_BYTES:
             self.flush(table)
 
     def flush_all(self) -> None:
@@ -65,6 +84,12 @@ class Stager:
         if pending is None or not pending.batches:
             return
         data = pa.Table.from_batches(pending.batches)
+        sink = self.sinks.get(table)
+        if sink is not None:
+            for other in [name for name in self.pending if name not in self.sinks]:
+                self.flush(other)
+            sink(data)
+            return
         self.con.register(_VIEW, data)
         try:
             self.con.execute(f"INSERT INTO stage_{table} BY NAME SELECT * FROM {_VIEW}")

@@ -64,6 +64,8 @@ class SimulatedCluster:
             self.faults,
             self.token,
             WatchSettings(bookmark_interval_seconds, watch_timeout_seconds),
+            pod_logs=world.pod_logs,
+            clock=world.now.timestamp,  # the world's clock, which its timestamps count from
         )
         self._host = host
         self._port = port

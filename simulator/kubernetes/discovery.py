@@ -87,6 +87,16 @@ def api_resource_list(group_version: str) -> dict | None:
         if resource.categories:
             entry["categories"] = list(resource.categories)
         entries.append(entry)
+        if resource.plural == "pods":  # the one subresource served: GET pods/{name}/log
+            entries.append(
+                {
+                    "name": "pods/log",
+                    "singularName": "",
+                    "namespaced": True,
+                    "kind": "Pod",
+                    "verbs": ["get"],
+                }
+            )
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",

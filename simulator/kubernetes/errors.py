@@ -132,6 +132,24 @@ def invalid_list_options(causes: list[tuple[str, str, str]]) -> ApiError:
     )
 
 
+def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
+    """apimachinery's NewInvalid: 422, causes are (field, reason, message-with-type-prefix)."""
+    errors = [f"{field}: {message}" for field, _reason, message in causes]
+    aggregate = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    qualified = f"{kind}.{group}" if group else kind
+    details: dict = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    details["causes"] = [
+        {"reason": reason, "message": message, **({"field": field} if field else {})}
+        for field, reason, message in causes
+    ]
+    return ApiError(
+        status_object(422, "Invalid", f'{qualified} "{name}" is invalid: {aggregate}', details)
+    )
+
+
 def too_large_resource_version(wanted: int, current: int) -> ApiError:
     details = {
         "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],

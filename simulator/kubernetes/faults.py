@@ -1,6 +1,7 @@
 """Injected faults: what a real API server or network does to a client on a bad day.
 
-A `Fault` matches requests by path prefix, resource, method and whether they watch; it
+A `Fault` matches requests by path prefix, resource (a plural such as "pods"; the pod log
+subresource is "pods/log"), method and whether they watch; it
 fires on the next `times` matching requests (after letting `skip` pass; `times=None` means
 without end), each time with `probability` under the cluster's seeded RNG.
 
@@ -30,7 +31,7 @@ class Fault:
     kind: str
     status: int = 429
     path_prefix: str = ""
-    resource: str | None = None  # plural, e.g. "pods"
+    resource: str | None = None  # plural, e.g. "pods", or "pods/log"
     method: str | None = "GET"
     watch: bool | None = None  # None: watches and non-watches alike
     times: int | None = 1  # None: every match, subject to probability

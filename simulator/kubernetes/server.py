@@ -17,14 +17,14 @@ import time
 import uuid
 import zlib
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from simulator.kubernetes import discovery, errors
+from simulator.kubernetes import discovery, errors, logs
 from simulator.kubernetes.faults import Fault, FaultSet, RequestFacts
 from simulator.kubernetes.lists import Lister, ListOptions
 from simulator.kubernetes.resources import BY_GROUP_VERSION, BY_PLURAL, ResourceType
@@ -57,7 +57,7 @@ class RequestRecord:
 
 @dataclass
 class _Route:
-    kind: str  # "discovery" | "list" | "get" | "forbidden"
+    kind: str  # "discovery" | "list" | "get" | "log" | "forbidden"
     document: dict | None = None
     resource: ResourceType | None = None
     namespace: str | None = None
@@ -224,8 +224,12 @@ class ApiServer:
         token: str,
         watch_settings: WatchSettings,
         max_records: int = 200_000,
+        pod_logs: Mapping[tuple[str, str], str] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        self.pod_logs: Mapping[tuple[str, str], str] = pod_logs if pod_logs is not None else {}
+        self.clock = clock  # "now" for sinceSeconds and running containers' logs
         self.lister = lister
         self.faults = faults
         self.token = token
@@ -302,12 +306,17 @@ class ApiServer:
         if not self._authorised(handler):
             raise errors.unauthorized()
         route = self._route(path)
-        options = ListOptions.from_query(query, route.watch_path if route else False)
+        if route is not None and route.kind == "log":  # PodLogOptions, not ListOptions
+            options = ListOptions.from_query({})
+            resource = "pods/log"
+        else:
+            options = ListOptions.from_query(query, route.watch_path if route else False)
+            resource = route.resource.plural if route and route.resource else None
         fault = self.faults.match(
             RequestFacts(
                 method=handler.command,
                 path=path,
-                resource=route.resource.plural if route and route.resource else None,
+                resource=resource,
                 watch=options.watch,
                 has_continue=bool(options.continue_token),
             )
@@ -321,6 +330,11 @@ class ApiServer:
             if fault.kind == "status":
                 self._injected_status(exchange, fault.status)
                 return
+        if route is not None and route.kind == "log":  # a text stream: no media negotiation
+            if handler.command != "GET":
+                raise errors.method_not_allowed()
+            self._log(exchange, route, query)
+            return
         if not acceptable(handler.headers.get("Accept")):
             raise errors.not_acceptable()
         if route is None:
@@ -381,6 +395,15 @@ class ApiServer:
         namespace = None
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
+        if (
+            len(rest) == 3
+            and rest[0] == "pods"
+            and rest[2] == "log"
+            and namespace is not None
+            and not watch_path
+            and "pods" in resources
+        ):
+            return _Route("log", None, resources["pods"], namespace, rest[1])
         if not rest or len(rest) > 2 or rest[0] not in resources:
             return None
         resource = resources[rest[0]]
@@ -420,6 +443,16 @@ class ApiServer:
             + version.data[1:]
         )
         self._send_json(handler, exchange, body, None)
+
+    def _log(self, exchange: _Exchange, route: _Route, query: dict) -> None:
+        """GET pods/{name}/log: options first (as LogREST.Get), then the pod, then its log."""
+        assert route.name is not None and route.namespace is not None
+        options = logs.LogOptions.from_query(query, route.name)
+        version = self.store.get("pods", f"{route.namespace}/{route.name}")
+        if version is None:
+            raise errors.not_found("pods", route.name)
+        body = logs.pod_log(version.obj, options, self.pod_logs, self.clock())
+        exchange.send(200, body, logs.CONTENT_TYPE)
 
     def _list_or_watch(
         self,

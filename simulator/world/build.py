@@ -12,6 +12,8 @@ from simulator.world.catalog import (
     SYSTEM_NAMESPACES,
     TEAM_NAMESPACES,
 )
+from simulator.world.gpubench import PRIORITY_CLASS as PROBE_PRIORITY_CLASS
+from simulator.world.gpubench import add_probe_job
 from simulator.world.model import DEFAULT_NOW, Ids, World, micro_timestamp, timestamp
 from simulator.world.nodes import NodeFactory, NodeSlot
 from simulator.world.pods import PodFactory, PodPlan
@@ -91,6 +93,7 @@ def _build(
     world.priority_classes = [
         _priority_class(ids, name, value, text, now, rv.next())
         for name, (value, text) in PRIORITY_CLASSES.items()
+        if name != PROBE_PRIORITY_CLASS  # added with the probe Job, last
     ]
     node_objects = {slot.name: node_factory.render(slot, rv.next()) for slot in slots}
     world.nodes = list(node_objects.values())
@@ -112,6 +115,15 @@ def _build(
         for slot in slots
         if slot.is_gpu
     }
+    # last, so that every object before it is the same with or without the probe Job
+    add_probe_job(
+        world,
+        slots,
+        ids,
+        rv.next,
+        lambda name, version: _namespace(ids, name, now, version),
+        lambda name, value, text, version: _priority_class(ids, name, value, text, now, version),
+    )
     world.resource_version = rv.current
     return world
 
@@ -171,6 +183,8 @@ def _namespace(ids: Ids, name: str, now: datetime, rv: int) -> dict:
     labels = {"kubernetes.io/metadata.name": name}
     if name.startswith("team-") or name == "research":
         labels["annex.dev/team"] = name.removeprefix("team-")
+    if name.startswith("annex-"):
+        labels["app.kubernetes.io/part-of"] = "annex"
     return {
         "metadata": {
             "name": name,

@@ -302,6 +302,11 @@ PRIORITY_CLASSES: dict[str, tuple[int, str]] = {
     "inference": (75000, "Online inference serving."),
     "batch-low": (1000, "Evaluation sweeps and other preemptible batch work."),
     "default": (0, "Cluster default priority."),
+    "annex-probe": (
+        0,
+        "annex GPU benchmark probes: may preempt balloons (below 0), never a workload; not "
+        "below 0, so annex does not count them as balloons.",
+    ),
     "placeholder": (
         -1000,
         "Balloon pods that hold capacity for incoming jobs and are preempted first.",

@@ -9,9 +9,13 @@ generator. Tests compute their expectations from the objects themselves, not fro
 from __future__ import annotations
 
 import random
+import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 DEFAULT_NOW = datetime(2026, 11, 2, 9, 0, 0, tzinfo=UTC)
 
@@ -58,6 +62,84 @@ class TrainingRun:
     finished: datetime | None
 
 
+class PodLogs(MutableMapping[tuple[str, str], str]):
+    """Container logs by (namespace, pod): plain text, one line per `\n`.
+
+    Behaves like a dict. Text can be stored directly, or registered as a renderer that builds
+    it on first read: 6,000 probe pods at 7,500 nodes carry ~50 KB of JSON records each, far
+    too much to build (or keep) eagerly. Renderers are deterministic, so a log reads the
+    same every time; a small LRU keeps the last few rendered texts.
+    """
+
+    CACHED = 32
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[str, str], str] = {}
+        self._renderers: dict[tuple[str, str], Callable[[], str]] = {}
+        self._rendered: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def register(self, key: tuple[str, str], renderer: Callable[[], str]) -> None:
+        """Build `key`'s text with `renderer()` when it is first read."""
+        self._texts.pop(key, None)
+        self._renderers[key] = renderer
+
+    def __getitem__(self, key: tuple[str, str]) -> str:
+        text = self._texts.get(key)
+        if text is not None:
+            return text
+        renderer = self._renderers[key]  # KeyError: no log for this pod
+        with self._lock:
+            text = self._rendered.get(key)
+            if text is not None:
+                self._rendered.move_to_end(key)
+                return text
+        text = renderer()
+        with self._lock:
+            self._rendered[key] = text
+            while len(self._rendered) > self.CACHED:
+                self._rendered.popitem(last=False)
+        return text
+
+    def __setitem__(self, key: tuple[str, str], text: str) -> None:
+        self._renderers.pop(key, None)
+        with self._lock:
+            self._rendered.pop(key, None)
+        self._texts[key] = text
+
+    def __delitem__(self, key: tuple[str, str]) -> None:
+        found = self._texts.pop(key, None) is not None
+        found = self._renderers.pop(key, None) is not None or found
+        with self._lock:
+            self._rendered.pop(key, None)
+        if not found:
+            raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._texts or key in self._renderers
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        yield from self._texts
+        yield from (k for k in self._renderers if k not in self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts) + sum(1 for k in self._renderers if k not in self._texts)
+
+    def __repr__(self) -> str:
+        return f"PodLogs({len(self)} pods)"
+
+
+@dataclass(frozen=True)
+class ProbeFault:
+    """One deliberately bad line planted in a probe pod's log (see simulator.world.gpubench)."""
+
+    kind: str  # "truncated_json" | "above_peak" | "foreign_gpu" | "negative_time" | "duplicate"
+    namespace: str
+    pod: str
+    line: int  # 1-based line number in the log text (for "duplicate": the repeated copy)
+    record_id: str  # the record the line carries (the truncated line: before the cut)
+
+
 @dataclass
 class World:
     """A seeded, deterministic GPU cluster: same (nodes, seed, knobs) -> identical objects."""
@@ -77,6 +159,15 @@ class World:
     # the generator's own bookkeeping: node -> GPU resource -> amount held by counted pods
     gpu_allocated: dict[str, dict[str, int]] = field(default_factory=dict)
     resource_version: int = 0  # highest metadata.resourceVersion in the world
+    # container logs, (namespace, pod) -> text; probe pods' logs are rendered on first read
+    pod_logs: PodLogs = field(default_factory=PodLogs, repr=False, compare=False)
+    # the GPU benchmark probe Job (simulator.world.gpubench): its name, node -> pod name,
+    # and the bad lines planted in one pod's log, by kind
+    probe_job: str | None = None
+    probe_pods: dict[str, str] = field(default_factory=dict)
+    probe_faults: dict[str, ProbeFault] = field(default_factory=dict)
+    # what simulator.world.activity computed from this world, kept so it is computed once
+    activity_cache: Any = field(default=None, repr=False, compare=False)
 
     def objects(self) -> dict[str, list[dict]]:
         """Objects by resource plural, the way the API server serves them."""
@@ -116,6 +207,18 @@ def timestamp(moment: datetime | float) -> str:
 
 
 _DAYS: dict[int, str] = {}
+
+
+def log_line_times(started: float, finished: float, count: int) -> list[int]:
+    """Epoch nanoseconds of a container log's `count` lines, spread evenly over its run.
+
+    The world keeps log text without times; the API server prints these for
+    `timestamps=true` and filters on them for `sinceSeconds`/`sinceTime`, and generators
+    that print times inside lines (the probe records' `ts`) use the same instants.
+    """
+    start = int(started * 1_000_000_000)
+    span = max(0, int(finished * 1_000_000_000) - start)
+    return [start + span * (i + 1) // (count + 1) for i in range(count)]
 
 
 def micro_timestamp(moment: datetime) -> str:

@@ -1,4 +1,8 @@
-"""deploy/rbac.yaml grants exactly what the collector requests, and never Secrets."""
+"""deploy/rbac.yaml grants exactly what the collectors request, and never Secrets.
+
+The ClusterRole covers collectors/kubernetes' lists; a namespaced Role covers the one
+subresource collectors/gpubench reads: `get` on pods/log in the probe namespace.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from annex.settings import TOPOLOGY_PRESETS, KubernetesSettings
+from annex.settings import TOPOLOGY_PRESETS, GpubenchSettings, KubernetesSettings
 from collectors.kubernetes import RESOURCES, collect_cluster
 from collectors.kubernetes import testing as t
 
@@ -14,10 +18,9 @@ RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
 
 
 def role_rules() -> list[dict]:
-    documents = list(yaml.safe_load_all(RBAC.read_text()))
-    roles = [d for d in documents if d["kind"] == "ClusterRole"]
+    roles = [d for d in documents() if d["kind"] == "ClusterRole"]
     assert len(roles) == 1
-    binding = next(d for d in documents if d["kind"] == "ClusterRoleBinding")
+    binding = next(d for d in documents() if d["kind"] == "ClusterRoleBinding")
     assert binding["roleRef"]["name"] == roles[0]["metadata"]["name"]
     return roles[0]["rules"]
 
@@ -37,11 +40,41 @@ def allowed(rules: list[dict], group: str, resource: str, verb: str) -> bool:
     )
 
 
+def documents() -> list[dict]:
+    return list(yaml.safe_load_all(RBAC.read_text()))
+
+
 def test_role_is_read_only_and_never_grants_secrets():
-    for rule in role_rules():
-        assert set(rule["verbs"]) <= {"get", "list", "watch"}
-        assert "secrets" not in rule["resources"] and "*" not in rule["resources"]
-        assert "*" not in rule["apiGroups"]
+    roles = [d for d in documents() if d["kind"] in ("Role", "ClusterRole")]
+    assert len(roles) == 2
+    for role in roles:
+        for rule in role["rules"]:
+            assert set(rule["verbs"]) <= {"get", "list", "watch"}
+            assert "secrets" not in rule["resources"] and "*" not in rule["resources"]
+            assert "*" not in rule["apiGroups"]
+
+
+def test_probe_logs_are_readable_in_the_probe_namespace_only():
+    """GET /api/v1/namespaces/<gpubench.namespace>/pods/<pod>/log: verb get, pods/log."""
+    namespace = GpubenchSettings().namespace
+    docs = documents()
+    (role,) = [d for d in docs if d["kind"] == "Role"]
+    assert role["metadata"]["namespace"] == namespace
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}]
+    (binding,) = [d for d in docs if d["kind"] == "RoleBinding"]
+    assert binding["metadata"]["namespace"] == namespace
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    account = next(d for d in docs if d["kind"] == "ServiceAccount")["metadata"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+    ]
+    assert any(d["kind"] == "Namespace" and d["metadata"]["name"] == namespace for d in docs)
+    # the cluster-wide role still grants no logs anywhere
+    assert not any("pods/log" in rule["resources"] for rule in role_rules())
 
 
 def test_every_request_the_collector_makes_is_allowed():

@@ -90,6 +90,23 @@ topology_profile = "eks"
         ("[topology.profiles.x]\nlevels = []", "topology.profiles.x.levels", "at least one"),
         ("[topology.profiles.x]\nlevels = [3]", "topology.profiles.x.levels", "label keys"),
         ("warehouse = 3", "warehouse", "table"),
+        ("[telemetry]\nmax_points_per_series = 20000", "max_points_per_series", "between"),
+        ("[gpubench]\npeak_tolerance = 0.5", "gpubench.peak_tolerance", "between"),
+        (
+            "[[clusters]]\nname = 'a'\nprometheus_url = 'prom:9090'",
+            "clusters[0].prometheus_url",
+            "http",
+        ),
+        (
+            "[[clusters]]\nname = 'a'\ndcgm_exporter_urls = ['http://u:pw@h:9400/metrics']",
+            "clusters[0].dcgm_exporter_urls",
+            "credentials",
+        ),
+        (
+            "[[clusters]]\nname = 'a'\nprometheus_token_env = 'a b'",
+            "clusters[0].prometheus_token_env",
+            "variable name",
+        ),
     ],
 )
 def test_invalid_values_name_the_key(tmp_path: Path, text: str, key: str, problem: str) -> None:
@@ -100,6 +117,19 @@ def test_invalid_values_name_the_key(tmp_path: Path, text: str, key: str, proble
     assert key in message
     assert problem in message
     assert str(path) in message or key == "clusters"
+
+
+def test_cluster_telemetry_sources(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "[[clusters]]\nname = 'gpu-east'\nprometheus_url = 'https://prom:9090/'\n"
+        "prometheus_token_env = 'PROM_TOKEN'\n"
+        "dcgm_exporter_urls = ['http://{node}:9400/metrics']\n",
+    )
+    cluster = load_settings(path, env={}).cluster("gpu-east")
+    assert cluster.prometheus_url == "https://prom:9090"
+    assert cluster.prometheus_token_env == "PROM_TOKEN"
+    assert cluster.dcgm_exporter_urls == ("http://{node}:9400/metrics",)
 
 
 def test_invalid_toml_names_the_file(tmp_path: Path) -> None:

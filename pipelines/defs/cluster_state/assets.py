@@ -142,12 +142,19 @@ def marts_row_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
 def fleet_marts(warehouse: WarehouseResource) -> dg.MaterializeResult:
     """The marts analysts and reports read, after each inventory that passed its checks.
 
-    They are views over ``core``, always current; evaluating them here means a view broken by
-    new data fails this step, before the published copy is replaced.
+    Most are views over ``core``, always current; evaluating them here means a view broken by
+    new data fails this step, before the published copy is replaced. The hourly GPU-hour tables
+    (``marts.node_gpu_hours`` and those of the utilisation rollup) are rebuilt here for the hours
+    the new inventory touched.
     """
+    from warehouse.models.utilisation import refresh_gpu_hourly
+
     with warehouse.get().writer() as con:
+        refreshed = refresh_gpu_hourly(con)
         counts = marts_row_counts(con)
-    return dg.MaterializeResult(metadata={f"rows/{name}": count for name, count in counts.items()})
+    metadata: dict[str, Any] = {f"rows/{name}": count for name, count in counts.items()}
+    metadata.update({f"refresh/{key}": value for key, value in refreshed.items()})
+    return dg.MaterializeResult(metadata=metadata)
 
 
 @dg.asset(group_name=GROUP, pool="duckdb", kinds={"duckdb"}, deps=[fleet_marts])

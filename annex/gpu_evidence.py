@@ -1,0 +1,212 @@
+"""GPU evidence collections: benchmark records from probe pods, DCGM telemetry, the rollups.
+
+The one place that wires ``collectors.gpubench`` and ``collectors.telemetry`` to the
+warehouse; the CLI (``annex collect gpubench|telemetry``, ``annex demo``) and the Dagster assets
+call these functions, so a collection behaves the same whoever starts it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from annex.errors import ConfigError
+from annex.settings import ClusterSettings, Settings
+from warehouse import CollectionResult, Warehouse, load_collection
+
+
+def collect_gpu_benchmarks(
+    settings: Settings, wh: Warehouse, target: ClusterSettings, *, publish: bool = True
+) -> CollectionResult:
+    """Read the records of completed probe pods not read before, and load them atomically."""
+    from collectors.gpubench import collect_gpubench
+    from collectors.kubernetes import api_client_for
+    from warehouse.models.gpubench import GPUBENCH_MODEL
+
+    known = known_probe_pods(wh, target.name)
+    api = api_client_for(
+        kubeconfig=target.kubeconfig,
+        context=target.context,
+        in_cluster=target.in_cluster,
+        settings=settings.kubernetes,
+    )
+    try:
+        batches = collect_gpubench(api, target.name, settings, known_pod_uids=known)
+        return load_collection(
+            wh, GPUBENCH_MODEL, cluster=target.name, batches=batches, publish=publish
+        )
+    finally:
+        api.close()
+
+
+def known_probe_pods(wh: Warehouse, cluster: str) -> frozenset[str]:
+    """UIDs of probe pods whose logs are already in the warehouse (read once, never again)."""
+    with wh.writer() as con:
+        rows = con.execute(
+            "SELECT pod_uid FROM core.gpu_benchmark_pods WHERE cluster = ?", [cluster]
+        ).fetchall()
+    return frozenset(uid for (uid,) in rows)
+
+
+def telemetry_window(
+    settings: Settings, *, start: datetime | None = None, end: datetime | None = None
+) -> tuple[datetime, datetime]:
+    """``[start, end]`` in UTC: by default the last ``telemetry.window_seconds`` up to now,
+    with ``end`` rounded down to the step so that consecutive windows line up."""
+    step = settings.telemetry.step_seconds
+    if end is None:
+        now = datetime.now(UTC)
+        end = datetime.fromtimestamp(int(now.timestamp()) // step * step, UTC)
+    if start is None:
+        start = end - timedelta(seconds=settings.telemetry.window_seconds)
+    if start.tzinfo is None or end.tzinfo is None:
+        raise ConfigError("telemetry window times must carry a time zone (use UTC, e.g. ...Z)")
+    if start >= end:
+        raise ConfigError(
+            f"telemetry window start {start:%Y-%m-%dT%H:%M:%SZ} is not before its end"
+        )
+    return start, end
+
+
+def collect_gpu_telemetry(
+    settings: Settings,
+    wh: Warehouse,
+    target: ClusterSettings,
+    *,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    publish: bool = True,
+) -> CollectionResult:
+    """Collect DCGM telemetry of one cluster: Prometheus' range API when the cluster names one
+    (``prometheus_url``), else its exporters' ``/metrics`` (``dcgm_exporter_urls``)."""
+    from collectors.telemetry import collect_exporters, collect_prometheus
+    from warehouse.models.telemetry import TELEMETRY_MODEL
+
+    if target.prometheus_url:
+        window_start, window_end = telemetry_window(settings, start=start, end=end)
+        batches = collect_prometheus(
+            target.prometheus_url,
+            target.name,
+            settings,
+            start=window_start,
+            end=window_end,
+            token=prometheus_token(target),
+        )
+    elif target.dcgm_exporter_urls:
+        urls = exporter_urls(target.dcgm_exporter_urls, gpu_nodes(wh, target.name))
+        batches = collect_exporters(urls, target.name, settings)
+    else:
+        raise ConfigError(
+            f"cluster {target.name!r} has no telemetry source",
+            hint="set prometheus_url (Prometheus holding the DCGM exporter series) or "
+            "dcgm_exporter_urls in its [[clusters]] entry",
+        )
+    return load_collection(
+        wh, TELEMETRY_MODEL, cluster=target.name, batches=batches, publish=publish
+    )
+
+
+def prometheus_token(target: ClusterSettings) -> str | None:
+    """The bearer token from the environment variable the settings name (never from a file)."""
+    if not target.prometheus_token_env:
+        return None
+    token = os.environ.get(target.prometheus_token_env)
+    if not token:
+        raise ConfigError(
+            f"cluster {target.name!r}: environment variable {target.prometheus_token_env} "
+            "(prometheus_token_env) is not set or empty",
+            hint="export the Prometheus bearer token in that variable, or remove "
+            "prometheus_token_env if Prometheus needs none",
+        )
+    return token
+
+
+def gpu_nodes(wh: Warehouse, cluster: str) -> list[str]:
+    """Current nodes of the cluster with GPUs, from the latest inventory."""
+    with wh.writer() as con:
+        rows = con.execute(
+            "SELECT node_name FROM core.nodes WHERE cluster = ? AND valid_to IS NULL "
+            "AND coalesce(gpu_capacity, 0) > 0 ORDER BY node_name",
+            [cluster],
+        ).fetchall()
+    return [name for (name,) in rows]
+
+
+def exporter_urls(templates: Sequence[str], nodes: Sequence[str]) -> list[str]:
+    """Expand ``{node}`` in the configured exporter URLs with each GPU node's name."""
+    urls: list[str] = []
+    for template in templates:
+        if "{node}" not in template:
+            urls.append(template)
+            continue
+        if not nodes:
+            raise ConfigError(
+                f"exporter URL {template!r} names {{node}}, but the warehouse knows no GPU "
+                "nodes of this cluster yet",
+                hint="collect the cluster's inventory first (annex collect cluster)",
+            )
+        urls.extend(template.replace("{node}", node) for node in nodes)
+    return urls
+
+
+def refresh_gpu_utilisation(wh: Warehouse, *, publish: bool = True) -> dict[str, int]:
+    """Rebuild the hourly utilisation marts for the hours new telemetry touched."""
+    from warehouse.models.utilisation import refresh_gpu_hourly
+
+    with wh.writer() as con:
+        counts = refresh_gpu_hourly(con)
+    if publish:
+        wh.publish()
+    return counts
+
+
+def completed_probe_pods(settings: Settings, target: ClusterSettings) -> frozenset[str]:
+    """UIDs of the cluster's probe pods that have finished (Succeeded or Failed).
+
+    A light check for the sensor that starts benchmark collections: one paged pod list in the
+    probe namespace, no retries (the next sensor tick is the retry).
+    """
+    import orjson
+
+    from collectors.kubernetes import api_client_for
+    from collectors.kubernetes.transport import raw_get
+
+    bench = settings.gpubench
+    api = api_client_for(
+        kubeconfig=target.kubeconfig,
+        context=target.context,
+        in_cluster=target.in_cluster,
+        settings=settings.kubernetes,
+    )
+    timeout = (
+        settings.kubernetes.connect_timeout_seconds,
+        settings.kubernetes.request_timeout_seconds,
+    )
+    uids: set[str] = set()
+    try:
+        token: str | None = None
+        while True:
+            query: list[tuple[str, object]] = [
+                ("labelSelector", bench.label_selector),
+                ("fieldSelector", "status.phase!=Pending,status.phase!=Running"),
+                ("limit", settings.kubernetes.page_size),
+            ]
+            if token:
+                query.append(("continue", token))
+            response = raw_get(
+                api, f"/api/v1/namespaces/{bench.namespace}/pods", query, timeout=timeout
+            )
+            try:
+                body = orjson.loads(response.read())
+            finally:
+                response.release_conn()
+            for item in body.get("items") or []:
+                phase = (item.get("status") or {}).get("phase")
+                if phase in ("Succeeded", "Failed"):
+                    uids.add(item["metadata"]["uid"])
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                return frozenset(uids)
+    finally:
+        api.close()

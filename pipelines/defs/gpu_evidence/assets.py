@@ -1,0 +1,86 @@
+"""GPU evidence assets: benchmark records, DCGM telemetry, and the utilisation rollups.
+
+Thin calls into ``annex.gpu_evidence`` (plain, tested functions). Collections load unpublished;
+``gpu_utilisation`` rebuilds the hourly marts for what is new and then publishes, after the
+blocking checks of the collections passed.
+
+No ``from __future__ import annotations`` in the Dagster modules (see cluster_state/assets.py).
+"""
+
+from typing import Any
+
+import dagster as dg
+
+from annex.gpu_evidence import (
+    collect_gpu_benchmarks,
+    collect_gpu_telemetry,
+    refresh_gpu_utilisation,
+)
+from pipelines.defs.cluster_state.assets import COLLECT_RETRY, warehouse_schema
+from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
+from pipelines.partitions import clusters
+from warehouse import CollectionResult
+
+GROUP = "gpu_evidence"
+
+
+def collection_metadata(result: CollectionResult) -> dict[str, Any]:
+    """What the Dagster UI shows for one collection."""
+    metadata: dict[str, Any] = {
+        "collection_id": result.collection_id,
+        "rejected_count": result.rejected_count,
+        "dagster/row_count": sum(result.row_counts.values()),
+    }
+    for table, count in sorted(result.row_counts.items()):
+        metadata[f"rows/{table}"] = count
+    return metadata
+
+
+@dg.asset(
+    group_name=GROUP,
+    pool="duckdb",
+    kinds={"kubernetes", "duckdb"},
+    partitions_def=clusters,
+    deps=[warehouse_schema],
+    retry_policy=COLLECT_RETRY,
+)
+def gpu_benchmarks(
+    context: dg.AssetExecutionContext, annex: AnnexSettingsResource, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    """Benchmark records from the logs of completed Triton probe pods not read before."""
+    settings = annex.load()
+    result = collect_gpu_benchmarks(
+        settings, warehouse.get(), settings.cluster(context.partition_key), publish=False
+    )
+    return dg.MaterializeResult(metadata=collection_metadata(result))
+
+
+@dg.asset(
+    group_name=GROUP,
+    pool="duckdb",
+    kinds={"prometheus", "duckdb"},
+    partitions_def=clusters,
+    deps=[warehouse_schema],
+    retry_policy=COLLECT_RETRY,
+)
+def gpu_telemetry(
+    context: dg.AssetExecutionContext, annex: AnnexSettingsResource, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    """The last telemetry window of DCGM samples (Prometheus range API or exporter scrapes)."""
+    settings = annex.load()
+    result = collect_gpu_telemetry(
+        settings, warehouse.get(), settings.cluster(context.partition_key), publish=False
+    )
+    return dg.MaterializeResult(metadata=collection_metadata(result))
+
+
+@dg.asset(
+    group_name=GROUP,
+    pool="duckdb",
+    kinds={"duckdb"},
+    deps=[gpu_telemetry, gpu_benchmarks],
+)
+def gpu_utilisation(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """Rebuild marts.gpu_hourly (and what depends on it) for new telemetry, then publish."""
+    counts = refresh_gpu_utilisation(warehouse.get(), publish=True)
+    return dg.MaterializeResult(metadata={f"refresh/{k}": v for k, v in counts.items()})
