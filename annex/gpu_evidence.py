@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from annex.errors import ConfigError
+from annex.inventory import cluster_api
 from annex.settings import ClusterSettings, Settings
 from warehouse import CollectionResult, Warehouse, load_collection
 
@@ -21,16 +22,10 @@ def collect_gpu_benchmarks(
 ) -> CollectionResult:
     """Read the records of completed probe pods not read before, and load them atomically."""
     from collectors.gpubench import collect_gpubench
-    from collectors.kubernetes import api_client_for
     from warehouse.models.gpubench import GPUBENCH_MODEL
 
     known = known_probe_pods(wh, target.name)
-    api = api_client_for(
-        kubeconfig=target.kubeconfig,
-        context=target.context,
-        in_cluster=target.in_cluster,
-        settings=settings.kubernetes,
-    )
+    api = cluster_api(settings, target)
     try:
         batches = collect_gpubench(api, target.name, settings, known_pod_uids=known)
         return load_collection(
@@ -164,49 +159,15 @@ def refresh_gpu_utilisation(wh: Warehouse, *, publish: bool = True) -> dict[str,
 def completed_probe_pods(settings: Settings, target: ClusterSettings) -> frozenset[str]:
     """UIDs of the cluster's probe pods that have finished (Succeeded or Failed).
 
-    A light check for the sensor that starts benchmark collections: one paged pod list in the
-    probe namespace, no retries (the next sensor tick is the retry).
+    The sensor's light check before a benchmark collection: the collector's own paged listing
+    (same selectors, same retries), no log is read.
     """
-    import orjson
+    from collectors.gpubench.collect import list_probe_pods
+    from collectors.kubernetes.listing import Lister
 
-    from collectors.kubernetes import api_client_for
-    from collectors.kubernetes.transport import raw_get
-
-    bench = settings.gpubench
-    api = api_client_for(
-        kubeconfig=target.kubeconfig,
-        context=target.context,
-        in_cluster=target.in_cluster,
-        settings=settings.kubernetes,
-    )
-    timeout = (
-        settings.kubernetes.connect_timeout_seconds,
-        settings.kubernetes.request_timeout_seconds,
-    )
-    uids: set[str] = set()
+    api = cluster_api(settings, target)
     try:
-        token: str | None = None
-        while True:
-            query: list[tuple[str, object]] = [
-                ("labelSelector", bench.label_selector),
-                ("fieldSelector", "status.phase!=Pending,status.phase!=Running"),
-                ("limit", settings.kubernetes.page_size),
-            ]
-            if token:
-                query.append(("continue", token))
-            response = raw_get(
-                api, f"/api/v1/namespaces/{bench.namespace}/pods", query, timeout=timeout
-            )
-            try:
-                body = orjson.loads(response.read())
-            finally:
-                response.release_conn()
-            for item in body.get("items") or []:
-                phase = (item.get("status") or {}).get("phase")
-                if phase in ("Succeeded", "Failed"):
-                    uids.add(item["metadata"]["uid"])
-            token = (body.get("metadata") or {}).get("continue")
-            if not token:
-                return frozenset(uids)
+        pods = list_probe_pods(api, settings.gpubench, Lister(settings.kubernetes))
     finally:
         api.close()
+    return frozenset(pod.uid for pod in pods)

@@ -8,12 +8,25 @@ call it, so a collection behaves the same whoever starts it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from annex.settings import ClusterSettings, Settings
 from collectors.kubernetes import api_client_for, collect_cluster
 from warehouse import CollectionResult, Warehouse, load_collection
 from warehouse.models.kubernetes import KUBERNETES_MODEL
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+
+def cluster_api(settings: Settings, target: ClusterSettings) -> ApiClient:
+    """The read-only API client for ``target`` (kubeconfig and context, or in-cluster)."""
+    return api_client_for(
+        kubeconfig=target.kubeconfig,
+        context=target.context,
+        in_cluster=target.in_cluster,
+        settings=settings.kubernetes,
+    )
 
 
 def collect_cluster_inventory(
@@ -32,12 +45,7 @@ def collect_cluster_inventory(
     """
     profile = target.topology_profile or settings.kubernetes.topology_profile
     levels = settings.topology_levels(profile)
-    api = api_client_for(
-        kubeconfig=target.kubeconfig,
-        context=target.context,
-        in_cluster=target.in_cluster,
-        settings=settings.kubernetes,
-    )
+    api = cluster_api(settings, target)
     try:
         batches = collect_cluster(
             api,

@@ -37,12 +37,20 @@ _SERIES_IDENTITY = (
     "mig_profile, mig_instance)"
 )
 
-_REGISTER_SERIES = f"""
+_CHUNK_SERIES = "series_index >= $known"
+"""Staged series the appender has not mapped yet (it maps them in index order)."""
+_UNMAPPED_SERIES = "series_index NOT IN (SELECT series_index FROM telemetry_series_map)"
+"""Staged series no sample referenced (mapped by the merge, after the last chunk)."""
+
+
+def _register_series_sql(staged: str) -> str:
+    """Add the staged series matching ``staged`` that the warehouse does not know yet."""
+    return f"""
 CREATE OR REPLACE TEMP TABLE telemetry_fresh_series AS
 WITH staged AS (
     SELECT *, {_SERIES_IDENTITY} AS series_key
     FROM stage_telemetry_series
-    WHERE series_index >= $known
+    WHERE {staged}
 ),
 fresh AS (
     SELECT *
@@ -67,13 +75,16 @@ FROM fresh;
 INSERT INTO core.gpu_telemetry_series BY NAME SELECT * FROM telemetry_fresh_series;
 """
 
-_MAP_SERIES = f"""
+
+def _map_series_sql(staged: str) -> str:
+    """Map the staged series matching ``staged`` to their warehouse ids and watermarks."""
+    return f"""
 INSERT INTO telemetry_series_map
 SELECT s.series_index, c.series_id, c.last_ts
 FROM (
     SELECT series_index, {_SERIES_IDENTITY} AS series_key
     FROM stage_telemetry_series
-    WHERE series_index >= $known
+    WHERE {staged}
 ) AS s
 JOIN core.gpu_telemetry_series AS c
     ON c.cluster = getvariable('cluster') AND c.series_key = s.series_key
@@ -137,10 +148,10 @@ class SampleAppender:
     def _map_new_series(self, highest: int) -> None:
         started = time.perf_counter()
         known = len(self.series_ids)
-        for statement in self.con.extract_statements(_REGISTER_SERIES):
+        for statement in self.con.extract_statements(_register_series_sql(_CHUNK_SERIES)):
             self.con.execute(statement, {"known": known} if "$known" in statement.query else None)
         log.debug("registering series took %.3f s", time.perf_counter() - started)
-        self.con.execute(_MAP_SERIES, {"known": known})
+        self.con.execute(_map_series_sql(_CHUNK_SERIES), {"known": known})
         log.debug("mapping series took %.3f s", time.perf_counter() - started)
         mapped = self.con.sql(
             "SELECT series_index, series_id, watermark FROM telemetry_series_map "
@@ -173,23 +184,13 @@ def _sample_sink(con: duckdb.DuckDBPyConnection) -> Sink:
     return SampleAppender(con)
 
 
-def _register_remaining_series_sql() -> str:
-    # series that had no samples in this collection still get registered
-    return (
-        _REGISTER_SERIES.replace("$known", "0")
-        + ";\n"
-        + _MAP_SERIES.replace("$known", "0").replace(
-            "ORDER BY s.series_index",
-            "WHERE s.series_index NOT IN (SELECT series_index FROM telemetry_series_map)",
-        )
-        + ";\n"
-    )
-
-
 TELEMETRY_MODEL = SourceModel(
     source="telemetry",
     staging_sql=(_HERE / "telemetry_staging.sql").read_text(encoding="utf-8"),
-    merge_sql=_register_remaining_series_sql()
+    # series that had no samples in this collection are registered too
+    merge_sql=_register_series_sql(_UNMAPPED_SERIES)
+    + _map_series_sql(_UNMAPPED_SERIES)
+    + ";\n"
     + (_HERE / "telemetry_merge.sql").read_text(encoding="utf-8"),
     appends={"telemetry_samples": _sample_sink},
 )

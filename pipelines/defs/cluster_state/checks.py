@@ -12,51 +12,27 @@ under the writer lock and in pool ``duckdb``. In a partitioned run a check looks
 cluster only; without a partition it looks at every cluster.
 """
 
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
 import dagster as dg
 import duckdb
 
+from pipelines.defs.check_results import Outcome, evaluate, one, scope
 from pipelines.defs.cluster_state.assets import cluster_inventory
 from pipelines.defs.resources import WarehouseResource
-from warehouse.audit import record_check_result
 from warehouse.migrate import utc_now
 
-PARTITION_TAG = "dagster/partition"
 MAX_COLLECTION_AGE = timedelta(hours=2)
-
-# ``$cluster`` NULL means every cluster; the CAST lets DuckDB type a NULL parameter.
-_IN_SCOPE = "(CAST($cluster AS VARCHAR) IS NULL OR {alias}cluster = $cluster)"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A check's verdict and the figures behind it, independent of Dagster."""
-
-    passed: bool
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-def _scope(alias: str = "") -> str:
-    return _IN_SCOPE.format(alias=f"{alias}." if alias else "")
-
-
-def _one(con: duckdb.DuckDBPyConnection, sql: str, cluster: str | None) -> tuple[Any, ...]:
-    row = con.execute(sql, {"cluster": cluster}).fetchone()
-    assert row is not None
-    return tuple(row)
 
 
 def snapshot_consistent(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
     """Every list of the latest succeeded collection came from one API snapshot."""
-    lists, inconsistent, collections = _one(
+    lists, inconsistent, collections = one(
         con,
         f"""
         WITH latest AS (
             SELECT cluster, collection_id FROM audit.collections
-            WHERE source = 'kubernetes' AND status = 'succeeded' AND {_scope()}
+            WHERE source = 'kubernetes' AND status = 'succeeded' AND {scope()}
             QUALIFY row_number() OVER (PARTITION BY cluster ORDER BY started_at DESC) = 1
         )
         SELECT count(k.collection_id),
@@ -74,17 +50,17 @@ def snapshot_consistent(con: duckdb.DuckDBPyConnection, cluster: str | None) -> 
 
 def no_duplicate_uids(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
     """No node UID twice among current node versions, no pod UID twice in ``core.pods``."""
-    nodes, pods = _one(
+    nodes, pods = one(
         con,
         f"""
         SELECT
             (SELECT count(*) FROM (
                 SELECT cluster, node_uid FROM core.nodes
-                WHERE valid_to IS NULL AND {_scope()}
+                WHERE valid_to IS NULL AND {scope()}
                 GROUP BY ALL HAVING count(*) > 1)),
             (SELECT count(*) FROM (
                 SELECT cluster, pod_uid FROM core.pods
-                WHERE {_scope()}
+                WHERE {scope()}
                 GROUP BY ALL HAVING count(*) > 1))
         """,
         cluster,
@@ -97,11 +73,11 @@ def no_duplicate_uids(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Ou
 
 def gpus_on_known_nodes(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
     """Every open GPU allocation names a node that currently exists."""
-    orphans, gpus = _one(
+    orphans, gpus = one(
         con,
         f"""
         SELECT count(*), coalesce(sum(a.gpus), 0) FROM core.gpu_allocations AS a
-        WHERE a.valid_to IS NULL AND {_scope("a")}
+        WHERE a.valid_to IS NULL AND {scope("a")}
           AND NOT EXISTS (
               SELECT 1 FROM core.nodes AS n
               WHERE n.valid_to IS NULL AND n.cluster = a.cluster AND n.node_name = a.node_name)
@@ -116,13 +92,13 @@ def gpus_on_known_nodes(con: duckdb.DuckDBPyConnection, cluster: str | None) -> 
 
 def allocation_within_allocatable(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
     """No node has more GPUs allocated than allocatable (devices can fail under pods: a warning)."""
-    nodes, beyond = _one(
+    nodes, beyond = one(
         con,
         f"""
         SELECT count(DISTINCT (cluster, node_name)),
                coalesce(sum(allocated_beyond_allocatable), 0)
         FROM marts.node_gpu_capacity
-        WHERE allocated_beyond_allocatable > 0 AND {_scope()}
+        WHERE allocated_beyond_allocatable > 0 AND {scope()}
         """,
         cluster,
     )
@@ -136,11 +112,11 @@ def collection_fresh(
     con: duckdb.DuckDBPyConnection, cluster: str | None, max_age: timedelta = MAX_COLLECTION_AGE
 ) -> Outcome:
     """The last succeeded Kubernetes collection finished within ``max_age``."""
-    (last,) = _one(
+    (last,) = one(
         con,
         f"""
         SELECT max(finished_at) FROM audit.collections
-        WHERE source = 'kubernetes' AND status = 'succeeded' AND {_scope()}
+        WHERE source = 'kubernetes' AND status = 'succeeded' AND {scope()}
         """,
         cluster,
     )
@@ -157,35 +133,6 @@ def collection_fresh(
     )
 
 
-def _run_cluster(context: dg.AssetCheckExecutionContext) -> str | None:
-    return context.run.tags.get(PARTITION_TAG)
-
-
-def _evaluate(
-    context: dg.AssetCheckExecutionContext,
-    warehouse: WarehouseResource,
-    check: Any,
-    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
-) -> dg.AssetCheckResult:
-    cluster = _run_cluster(context)
-    (spec,) = context.check_specs
-    with warehouse.get().writer() as con:
-        outcome: Outcome = check(con, cluster)
-        record_check_result(
-            con,
-            check_name=spec.name,
-            asset=spec.asset_key.to_user_string(),
-            cluster=cluster,
-            passed=outcome.passed,
-            severity=severity.value,
-            blocking=spec.blocking,
-            run_id=context.run.run_id,
-            details=outcome.metadata,
-        )
-    metadata = {"cluster": cluster or "all", **outcome.metadata}
-    return dg.AssetCheckResult(passed=outcome.passed, severity=severity, metadata=metadata)
-
-
 # -- checks ------------------------------------------------------------------------------------
 
 
@@ -194,7 +141,7 @@ def inventory_snapshot_consistent(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """The latest collection's lists are each one consistent API snapshot."""
-    return _evaluate(context, warehouse, snapshot_consistent)
+    return evaluate(context, warehouse, snapshot_consistent)
 
 
 @dg.asset_check(asset=cluster_inventory, blocking=True, pool="duckdb")
@@ -202,7 +149,7 @@ def inventory_no_duplicate_uids(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """Duplicate UIDs would double-count nodes, pods and GPUs in every report."""
-    return _evaluate(context, warehouse, no_duplicate_uids)
+    return evaluate(context, warehouse, no_duplicate_uids)
 
 
 @dg.asset_check(asset=cluster_inventory, blocking=True, pool="duckdb")
@@ -210,7 +157,7 @@ def inventory_gpus_on_known_nodes(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """An allocation on an unknown node would vanish from capacity marts while still counted."""
-    return _evaluate(context, warehouse, gpus_on_known_nodes)
+    return evaluate(context, warehouse, gpus_on_known_nodes)
 
 
 @dg.asset_check(asset=cluster_inventory, blocking=False, pool="duckdb")
@@ -218,7 +165,7 @@ def inventory_allocation_within_allocatable(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """Warn only: GPUs can turn unhealthy under running pods, which is real, not a load bug."""
-    return _evaluate(context, warehouse, allocation_within_allocatable, dg.AssetCheckSeverity.WARN)
+    return evaluate(context, warehouse, allocation_within_allocatable, dg.AssetCheckSeverity.WARN)
 
 
 @dg.asset_check(asset=cluster_inventory, blocking=False, pool="duckdb")
@@ -226,7 +173,7 @@ def inventory_fresh(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """The cluster was collected within two hours; stale evidence is worth a look, not a stop."""
-    return _evaluate(context, warehouse, collection_fresh)
+    return evaluate(context, warehouse, collection_fresh)
 
 
 CHECKS = [

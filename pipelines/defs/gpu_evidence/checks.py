@@ -10,7 +10,7 @@ from datetime import timedelta
 import dagster as dg
 import duckdb
 
-from pipelines.defs.cluster_state.checks import Outcome, _evaluate, _one, _scope
+from pipelines.defs.check_results import Outcome, evaluate, one, scope
 from pipelines.defs.gpu_evidence.assets import gpu_benchmarks, gpu_telemetry
 from pipelines.defs.resources import WarehouseResource
 from warehouse.migrate import utc_now
@@ -20,14 +20,14 @@ MAX_SAMPLE_AGE = timedelta(hours=2)
 
 def no_gpu_above_peak(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
     """No stored benchmark record beats its GPU's dense peak (FLOP/s or HBM bandwidth)."""
-    (above, records) = _one(
+    (above, records) = one(
         con,
         f"""
         SELECT
             count(*) FILTER (WHERE achieved_tflops > peak_tflops OR achieved_gbps > peak_gbps),
             count(*)
         FROM core.gpu_benchmarks
-        WHERE backend <> 'interpreter' AND {_scope()}
+        WHERE backend <> 'interpreter' AND {scope()}
         """,
         cluster,
     )
@@ -38,8 +38,8 @@ def samples_fresh(
     con: duckdb.DuckDBPyConnection, cluster: str | None, max_age: timedelta = MAX_SAMPLE_AGE
 ) -> Outcome:
     """The newest DCGM sample is at most ``max_age`` old."""
-    (last,) = _one(
-        con, f"SELECT max(last_ts) FROM core.gpu_telemetry_series WHERE {_scope()}", cluster
+    (last,) = one(
+        con, f"SELECT max(last_ts) FROM core.gpu_telemetry_series WHERE {scope()}", cluster
     )
     if last is None:
         return Outcome(passed=False, metadata={"newest_sample": "never"})
@@ -56,7 +56,7 @@ def samples_fresh(
 
 def samples_on_known_gpus(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
     """Every series names a GPU (UUID) on a node the inventory knows with that many GPUs."""
-    (unknown, series) = _one(
+    (unknown, series) = one(
         con,
         f"""
         SELECT count(*) FILTER (WHERE s.gpu_uuid IS NULL OR n.node_name IS NULL
@@ -65,7 +65,7 @@ def samples_on_known_gpus(con: duckdb.DuckDBPyConnection, cluster: str | None) -
         FROM core.gpu_telemetry_series AS s
         LEFT JOIN core.nodes AS n
             ON n.cluster = s.cluster AND n.node_name = s.hostname AND n.valid_to IS NULL
-        WHERE {_scope("s")}
+        WHERE {scope("s")}
         """,
         cluster,
     )
@@ -79,7 +79,7 @@ def gpu_benchmarks_within_peak(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """No benchmark record above its GPU's dense peak."""
-    return _evaluate(context, warehouse, no_gpu_above_peak)
+    return evaluate(context, warehouse, no_gpu_above_peak)
 
 
 @dg.asset_check(asset=gpu_telemetry, pool="duckdb")
@@ -87,7 +87,7 @@ def gpu_telemetry_fresh(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """The newest DCGM sample is recent (warns: telemetry may lag)."""
-    return _evaluate(context, warehouse, samples_fresh, dg.AssetCheckSeverity.WARN)
+    return evaluate(context, warehouse, samples_fresh, dg.AssetCheckSeverity.WARN)
 
 
 @dg.asset_check(asset=gpu_telemetry, pool="duckdb")
@@ -95,7 +95,7 @@ def gpu_telemetry_on_known_gpus(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """Every telemetry series is on a GPU the inventory knows (warns)."""
-    return _evaluate(context, warehouse, samples_on_known_gpus, dg.AssetCheckSeverity.WARN)
+    return evaluate(context, warehouse, samples_on_known_gpus, dg.AssetCheckSeverity.WARN)
 
 
 CHECKS = [gpu_benchmarks_within_peak, gpu_telemetry_fresh, gpu_telemetry_on_known_gpus]
