@@ -40,7 +40,7 @@ def first(activities, role: str, **extra) -> GpuActivity:
             and all(getattr(a, k) == v for k, v in extra.items())
         ):
             return a
-    pytest.skip(f"no {role} GPU in this world")
+    pytest.fail(f"the test world has no {role} GPU with {extra}: the fixture must provide one")
 
 
 def test_signals_are_deterministic_for_any_time(world, activities, now) -> None:
