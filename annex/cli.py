@@ -119,6 +119,50 @@ def build_parser() -> argparse.ArgumentParser:
     )
     telemetry.set_defaults(run=cmd_collect_telemetry)
 
+    attestations = sources.add_parser(
+        "attestations",
+        help="verify the attestation submissions waiting in the spool and load them",
+        description=(
+            "Verify every submission waiting in attestation.spool_dir/incoming (from annex "
+            "serve) and attestation.watch_dirs (bare files) against the pinned issuers and the "
+            "appraisal policy, load every verdict into the warehouse, archive the files used "
+            "to attestation.spool_dir/archive/<day>/, and refresh the coverage marts."
+        ),
+    )
+    attestations.add_argument(
+        "--cluster",
+        dest="cluster_name",
+        metavar="NAME",
+        help="the cluster whose nodes sent them (default: the only configured cluster)",
+    )
+    attestations.add_argument(
+        "--max-files",
+        type=_positive_int,
+        metavar="N",
+        help="read at most N files (the rest wait for the next collection)",
+    )
+    attestations.add_argument(
+        "--no-coverage", action="store_true", help="skip refreshing the coverage marts"
+    )
+    attestations.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    attestations.set_defaults(run=cmd_collect_attestations)
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the evidence intake (attestation nonces and submissions) until stopped",
+        description=(
+            "Serve the intake that attestation agents push to: POST /api/v1/attestations/nonce "
+            "and POST /api/v1/attestations, bearer token from the variable serve.token_env "
+            "names, HTTPS when serve.tls_cert_file/tls_key_file are set. Submissions are "
+            "written to attestation.spool_dir/incoming; `annex collect attestations` verifies "
+            "them. Runs until Ctrl-C or SIGTERM."
+        ),
+    )
+    serve.add_argument("--host", help="address to listen on (default: serve.host)")
+    serve.add_argument("--port", type=int, help="port (default: serve.port; 0: any free port)")
+    serve.add_argument("--quiet", action="store_true", help="no access log")
+    serve.set_defaults(run=cmd_serve)
+
     probe = commands.add_parser("probe", help="the GPU benchmark probes annex deploys")
     probe_actions = probe.add_subparsers(dest="action", metavar="ACTION", required=True)
     manifest = probe_actions.add_parser(
@@ -285,7 +329,11 @@ def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
     if args.nodes > 7500:
         raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
     started = time.perf_counter()
-    world = build_world(nodes=args.nodes, seed=args.seed)
+    # The world's present is this moment, so that what annex collects now (the inventory,
+    # telemetry, attestations pushed live) and the world's history line up in time.
+    world = build_world(
+        nodes=args.nodes, seed=args.seed, now=datetime.now(UTC).replace(microsecond=0)
+    )
     # TLS, because kubectl sends a bearer token only over HTTPS.
     with SimulatedCluster(world, port=args.port, tls=True) as cluster:
         kubeconfig = cluster.write_kubeconfig(args.kubeconfig)
@@ -422,6 +470,109 @@ def cmd_collect_telemetry(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _attestation_cluster(args: argparse.Namespace, settings: Settings) -> str:
+    """The cluster an attestation collection is recorded for (its nodes' inventory)."""
+    if args.cluster_name:
+        if settings.clusters:
+            settings.cluster(args.cluster_name)  # a typo would join with no inventory
+        return args.cluster_name
+    if len(settings.clusters) == 1:
+        return settings.clusters[0].name
+    configured = ", ".join(c.name for c in settings.clusters)
+    raise ConfigError(
+        "which cluster sent these attestations? "
+        + (f"several are configured ({configured})" if configured else "none is configured"),
+        hint="pass --cluster NAME: the name its inventory is collected under "
+        "(annex collect cluster), so attestations join with its nodes",
+    )
+
+
+def cmd_collect_attestations(args: argparse.Namespace, settings: Settings) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from annex.attestation import collect_attestation_evidence, pending_submissions
+
+    cluster = _attestation_cluster(args, settings)
+    pending = pending_submissions(settings)
+    if args.max_files is not None:
+        pending = min(pending, args.max_files)
+    console = Console(file=sys.stderr)
+    with Progress(
+        TextColumn("[bold]{task.description:<16}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[records]} records"),
+        console=console,
+        disable=args.quiet,
+    ) as progress:
+        task = progress.add_task("submissions", total=pending, records=0)
+
+        def on_progress(stats) -> None:
+            progress.update(task, completed=stats.files_read, records=stats.records)
+
+        def on_wait(message: str) -> None:
+            console.print(f"[yellow]{message}[/yellow]")
+
+        outcome = collect_attestation_evidence(
+            settings,
+            cluster,
+            on_progress=on_progress,
+            on_wait=on_wait,
+            max_files=args.max_files,
+            refresh_coverage=not args.no_coverage,
+        )
+    stats, archive = outcome.stats, outcome.archive
+    for path, why in archive.failed:
+        print(
+            f"annex: warning: {path} was not archived ({why}); it is read again next time",
+            file=sys.stderr,
+        )
+    if args.quiet:
+        return 0
+    _report(outcome.result, "attestation", settings)
+    verdicts = ", ".join(f"{n:,} {v}" for v, n in sorted(stats.verdicts.items())) or "none"
+    reasons = ", ".join(f"{r} {n:,}" for r, n in stats.reasons.most_common(8))
+    print(
+        f"{stats.files_read:,} files: {stats.submissions:,} submissions, "
+        f"{stats.records:,} tokens ({verdicts}{'; ' + reasons if reasons else ''}), "
+        f"{stats.rejected:,} rejected; {archive.archived:,} archived to "
+        f"{settings.attestation.spool_dir / 'archive'}, {len(stats.kept):,} left in place",
+        file=sys.stderr,
+    )
+    if outcome.coverage is not None:
+        counts = ", ".join(f"{n:,} {k}" for k, n in outcome.coverage.items() if k != "milliseconds")
+        print(f"attestation coverage marts refreshed ({counts})", file=sys.stderr)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from annex.attestation import attestation_routes
+    from annex.serve import IntakeServer
+
+    if not args.quiet:
+        logging.getLogger("annex.serve").setLevel(logging.INFO)
+    server = IntakeServer(settings, attestation_routes(settings), host=args.host, port=args.port)
+    routes = "\n".join(f"  {route}" for route in server.describe_routes())
+    print(
+        f"annex intake serving {server.url}\n{routes}\n"
+        f"submissions are spooled to {settings.attestation.spool_dir / 'incoming'}; "
+        "verify them with `annex collect attestations`\nCtrl-C to stop.",
+        flush=True,
+    )
+    if server.tls is None:
+        print(
+            "annex: warning: plain HTTP (no serve.tls_cert_file/tls_key_file): bearer tokens "
+            "and evidence cross the network unencrypted unless a TLS proxy fronts this port",
+            file=sys.stderr,
+        )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+    return 0
+
+
 def cmd_probe_manifest(args: argparse.Namespace, settings: Settings) -> int:
     from probes.gpubench.manifest import manifest_yaml, probe_manifest
 
@@ -446,6 +597,7 @@ def _row_count_text(row_counts: dict[str, int]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from annex.demo import simulated_attestations
     from simulator.kubernetes import SimulatedCluster
     from simulator.telemetry import TelemetryServer
     from simulator.world import build_world
@@ -454,7 +606,11 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"building a simulated GPU cluster of {args.nodes} nodes (seed {args.seed})…")
-    world = build_world(nodes=args.nodes, seed=args.seed)
+    # The world's present is this moment, so that what annex collects now (the inventory,
+    # telemetry, attestations pushed live) and the world's history line up in time.
+    world = build_world(
+        nodes=args.nodes, seed=args.seed, now=datetime.now(UTC).replace(microsecond=0)
+    )
     with SimulatedCluster(world, tls=True) as cluster, TelemetryServer(world) as telemetry:
         kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
         print(f"serving it at {cluster.url} (kubeconfig: {kubeconfig})")
@@ -470,6 +626,22 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
             _run_through_dagster(settings, target, config, job)
             for job in ("cluster_inventory_job", "gpu_benchmarks_job", "gpu_telemetry_job")
         ]
+        first_run = not _has_attestations(settings, target.name)
+        with simulated_attestations(
+            settings, world, args.out, seed=args.seed, first_run=first_run
+        ) as attestations:
+            print(
+                f"confidential nodes pushed {attestations.accepted} of {attestations.pushed} "
+                f"attestation submissions to annex's intake at {attestations.intake_url}"
+                + (
+                    f"; {attestations.history_files} earlier ones wait in a shared folder"
+                    if attestations.history_files
+                    else ""
+                )
+            )
+            outcomes.append(
+                _run_through_dagster(attestations.settings, target, config, "attestation_job")
+            )
     _print_summary(settings)
     runs = "\n".join(f"dagster run: {o.run_id} ({o.job_name})" for o in outcomes)
     print(
@@ -477,9 +649,22 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         f"(analysts' copy: {settings.warehouse.resolved_published_path})\n"
         f"{runs}\n"
         'next: annex sql -c "select * from marts.fleet_summary"\n'
-        '      annex sql -c "select * from marts.gpu_degraded"'
+        '      annex sql -c "select * from marts.gpu_degraded"\n'
+        '      annex sql -c "select * from marts.attestation_coverage_daily"'
     )
     return 0
+
+
+def _has_attestations(settings: Settings, cluster: str) -> bool:
+    """Whether the warehouse already holds attestation records of ``cluster`` (the demo then
+    does not write its earlier submissions again)."""
+    from warehouse import Warehouse
+
+    with Warehouse(settings.warehouse).writer() as con:
+        row = con.execute(
+            "SELECT count(*) FROM core.attestation_records WHERE cluster = ?", [cluster]
+        ).fetchone()
+    return bool(row and row[0])
 
 
 def _run_through_dagster(

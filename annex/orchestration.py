@@ -244,6 +244,7 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
     for name, levels in settings.topology_profiles.items():
         if TOPOLOGY_PRESETS.get(name) != levels:
             lines += ["", f"[topology.profiles.{_toml(name)}]", f"levels = {_toml(levels)}"]
+    lines += _attestation_lines(settings)
     for cluster in clusters:
         lines += ["", "[[clusters]]", f"name = {_toml(cluster.name)}"]
         if cluster.kubeconfig is not None:
@@ -263,6 +264,41 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def _attestation_lines(settings: Settings) -> list[str]:
+    """The [attestation] (with its issuers and policy) and [serve] sections, paths absolute."""
+    att = settings.attestation
+    lines = ["", "[attestation]"]
+    for key in (
+        "leeway_seconds",
+        "nonce_ttl_seconds",
+        "nonce_key_env",
+        "max_submission_bytes",
+        "max_token_bytes",
+        "max_submods",
+        "max_x5c_certs",
+        "jwks_cache_seconds",
+    ):
+        lines.append(f"{key} = {_toml(getattr(att, key))}")
+    lines.append(f"spool_dir = {_toml(att.spool_dir.absolute())}")
+    lines.append(f"watch_dirs = {_toml([p.absolute() for p in att.watch_dirs])}")
+    lines.append(f"jwks_cache_dir = {_toml(att.jwks_cache_dir.absolute())}")
+    lines += ["", "[attestation.policy]"]
+    lines += [f"{key} = {_toml(value)}" for key, value in vars(att.policy).items()]
+    for issuer in att.issuers:
+        lines += ["", "[[attestation.issuers]]"]
+        for key, value in vars(issuer).items():
+            if value is None:
+                continue
+            lines.append(f"{key} = {_toml(value.absolute() if isinstance(value, Path) else value)}")
+    serve = settings.serve
+    lines += ["", "[serve]"]
+    for key, value in vars(serve).items():
+        if value is None:
+            continue
+        lines.append(f"{key} = {_toml(value.absolute() if isinstance(value, Path) else value)}")
+    return lines
 
 
 def _toml(value: object) -> str:

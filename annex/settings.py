@@ -20,6 +20,8 @@ account, or environment variables named in the file.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -167,6 +169,123 @@ class ClusterSettings:
     """Exporter ``/metrics`` URLs to scrape; ``{node}`` expands to each GPU node's name."""
 
 
+ATTESTATION_PROVIDERS: dict[str, tuple[str, ...]] = {
+    "nvidia-nras": ("ES384",),
+    "azure-maa": ("RS256",),
+    "intel-ita": ("PS384", "RS256"),
+    "nvidia-local": ("HS256",),
+}
+"""Each attestation provider with the signature algorithms annex accepts from it (reference
+attestation.md §1.2, §2, §3). One algorithm is fixed per configured issuer: a token whose header
+names another is refused, which closes algorithm confusion (HS256 keyed with a public key)."""
+
+
+@dataclass(frozen=True)
+class AttestationIssuer:
+    """One verifier annex trusts (NRAS, an MAA tenant, ITA) or a self-reporting local verifier.
+
+    Keys are pinned here, never taken from a token: ``jwks_file`` (a key set on disk) or
+    ``jwks_url`` (fetched by annex from this configured address and cached). ``roots_file`` holds
+    the PEM trust anchors that the keys' ``x5c`` chains must reach, optionally followed by PEM
+    CRLs (``-----BEGIN X509 CRL-----``) of those anchors or intermediates: a certificate a CRL
+    lists is untrusted.
+    """
+
+    name: str
+    provider: str
+    issuer: str
+    """The exact ``iss`` claim (no prefix or substring match)."""
+    algorithm: str
+    jwks_file: Path | None = None
+    jwks_url: str | None = None
+    roots_file: Path | None = None
+    max_age_seconds: int = 3600
+    """A token counts for at most this long after its ``iat`` (an 8 h MAA token must not cover
+    8 h): ``valid_until = min(exp, iat + max_age_seconds)``."""
+    secret_env: str | None = None
+    """nvidia-local only: names the variable holding the HS256 secret used to decode (never to
+    trust) self-reported tokens."""
+
+
+@dataclass(frozen=True)
+class AttestationPolicy:
+    """The appraisal policy applied to verified claims; its ``sha256()`` is stored per record."""
+
+    policy_id: str = "annex-default-v1"
+    require_secure_boot: bool = True
+    allow_debug: bool = False
+    gpu_driver_versions: tuple[str, ...] = ()
+    """Allowed GPU driver versions; empty = any."""
+    gpu_vbios_versions: tuple[str, ...] = ()
+    """Allowed VBIOS versions; empty = any."""
+    nvidia_claims_versions: tuple[str, ...] = ("2.0", "3.0")
+    cvm_compliance_status: tuple[str, ...] = ("azure-compliant-cvm",)
+    sevsnp_launch_measurements: tuple[str, ...] = ()
+    """Allowed SEV-SNP launch measurements (hex, compared case-insensitively); empty = any."""
+    sevsnp_host_data: tuple[str, ...] = ()
+    tdx_mrtd: tuple[str, ...] = ()
+    ita_tcb_status: tuple[str, ...] = ("UpToDate",)
+
+    def canonical_json(self) -> str:
+        """The policy as JSON with sorted keys and no whitespace: what ``sha256`` hashes."""
+        values = {name: _jsonable(value) for name, value in vars(self).items()}
+        return json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    def sha256(self) -> str:
+        """Hex SHA-256 of ``canonical_json()``: names the policy a verdict was reached under."""
+        return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+@dataclass(frozen=True)
+class AttestationSettings:
+    """Confidential-computing evidence: trusted issuers, appraisal policy, nonces, limits."""
+
+    issuers: tuple[AttestationIssuer, ...] = ()
+    policy: AttestationPolicy = field(default_factory=AttestationPolicy)
+    leeway_seconds: int = 60
+    """Clock skew tolerated on ``exp``/``nbf``/``iat``."""
+    nonce_ttl_seconds: int = 600
+    nonce_key_env: str = "ANNEX_ATTESTATION_NONCE_KEY"
+    """Names the variable holding the nonce HMAC key (>= 32 bytes); unset = no collector nonces."""
+    spool_dir: Path = Path("attestations")
+    """The intake writes ``<spool_dir>/incoming/``; collections archive to ``archive/<day>/``."""
+    watch_dirs: tuple[Path, ...] = ()
+    """Extra folders of bare submission files (a DaemonSet's output on a shared volume)."""
+    max_submission_bytes: int = 1 << 20
+    max_token_bytes: int = 64 << 10
+    max_submods: int = 16
+    max_x5c_certs: int = 4
+    jwks_cache_dir: Path = Path(".annex-cache/jwks")
+    jwks_cache_seconds: int = 3600
+
+    def issuer(self, name: str) -> AttestationIssuer:
+        for issuer in self.issuers:
+            if issuer.name == name:
+                return issuer
+        known = ", ".join(i.name for i in self.issuers) or "none"
+        raise ConfigError(
+            f"no attestation issuer named {name!r} (configured: {known})",
+            hint="add an [[attestation.issuers]] entry with that name",
+        )
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """``annex serve``: the HTTPS intake endpoints (attestations now, lineage later)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8443
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    token_env: str = "ANNEX_INTAKE_TOKEN"
+    """Names the variable holding the bearer token clients must send (never the token)."""
+    max_body_bytes: int = 1 << 20
+
+
 @dataclass(frozen=True)
 class Settings:
     warehouse: WarehouseSettings = field(default_factory=WarehouseSettings)
@@ -174,6 +293,8 @@ class Settings:
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
     gpubench: GpubenchSettings = field(default_factory=GpubenchSettings)
     clusters: tuple[ClusterSettings, ...] = ()
+    attestation: AttestationSettings = field(default_factory=AttestationSettings)
+    serve: ServeSettings = field(default_factory=ServeSettings)
     topology_profiles: Mapping[str, tuple[tuple[str, ...], ...]] = field(
         default_factory=lambda: dict(TOPOLOGY_PRESETS)
     )
@@ -449,6 +570,8 @@ def _validate(
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ConfigError(f"clusters: name {duplicates[0]!r} is used twice (in {source})")
+    attestation = _attestation(top.get("attestation", dict, {}), source, origin, base)
+    serve = _serve(top.get("serve", dict, {}), source, origin, base)
     top.finish()
 
     return Settings(
@@ -457,6 +580,8 @@ def _validate(
         telemetry=telemetry,
         gpubench=gpubench,
         clusters=tuple(clusters),
+        attestation=attestation,
+        serve=serve,
         topology_profiles=profiles,
         source=source,
     )
@@ -553,3 +678,203 @@ def _cluster(
         prometheus_token_env=token_env,
         dcgm_exporter_urls=exporters,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Attestation and serve
+#
+# Paths: files that configure trust (jwks_file, roots_file, TLS certificate and key) are read
+# relative to the configuration file's folder, like a cluster's kubeconfig, so a config folder
+# can ship with its trust anchors; folders annex writes or watches (spool_dir, watch_dirs,
+# jwks_cache_dir) are relative to the working directory, like warehouse.path.
+
+
+def _env_name(reader: _Reader, name: str, default: str | None) -> str | None:
+    value = reader.get(name, str, default)
+    if value is not None and not (
+        value and value.replace("_", "").isalnum() and not value[0].isdigit()
+    ):
+        raise reader.error(reader.key(name), value, "must be an environment variable name")
+    return value
+
+
+def _config_file(reader: _Reader, name: str) -> Path | None:
+    value = reader.path(name, None)
+    if value is not None and reader.base is not None and not value.is_absolute():
+        value = reader.base.parent / value
+    return value
+
+
+def _http_url(reader: _Reader, name: str) -> str | None:
+    url = reader.get(name, str, None)
+    if url is None:
+        return None
+    if not url.startswith(("http://", "https://")) or len(url.split("//", 1)[1]) == 0:
+        raise reader.error(reader.key(name), url, "must be an http:// or https:// URL")
+    if "@" in url.split("//", 1)[1].split("/", 1)[0]:
+        raise reader.error(reader.key(name), "<redacted>", "must not carry credentials")
+    return url
+
+
+def _attestation(
+    table: Any, source: str, origin: Mapping[str, str], base: Path | None
+) -> AttestationSettings:
+    reader = _Reader(table, "attestation", source, origin, base)
+    issuers_raw = reader.get("issuers", list, [])
+    issuers = tuple(
+        _attestation_issuer(entry, f"attestation.issuers[{index}]", source, origin, base)
+        for index, entry in enumerate(issuers_raw)
+    )
+    for attr, label in (("name", "name"), ("issuer", "issuer (iss)")):
+        values = [getattr(i, attr) for i in issuers]
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            raise ConfigError(
+                f"attestation.issuers: {label} {repeated[0]!r} is used twice (in {source})",
+                hint="each trusted issuer appears once; a token is matched to it by its iss",
+            )
+    policy = _attestation_policy(reader.get("policy", dict, {}), source, origin, base)
+    watch = reader.get("watch_dirs", list, None)
+    if watch is not None and not all(isinstance(item, str) and item.strip() for item in watch):
+        raise reader.error("attestation.watch_dirs", watch, "must be a list of non-empty paths")
+    settings = AttestationSettings(
+        issuers=issuers,
+        policy=policy,
+        leeway_seconds=reader.number("leeway_seconds", int, 60, minimum=0, maximum=3600),
+        nonce_ttl_seconds=reader.number("nonce_ttl_seconds", int, 600, minimum=10, maximum=86_400),
+        nonce_key_env=_env_name(reader, "nonce_key_env", "ANNEX_ATTESTATION_NONCE_KEY") or "",
+        spool_dir=reader.path("spool_dir", AttestationSettings.spool_dir)
+        or AttestationSettings.spool_dir,
+        watch_dirs=tuple(Path(item).expanduser() for item in watch or ()),
+        max_submission_bytes=reader.number(
+            "max_submission_bytes", int, 1 << 20, minimum=1024, maximum=1 << 30
+        ),
+        max_token_bytes=reader.number(
+            "max_token_bytes", int, 64 << 10, minimum=256, maximum=1 << 24
+        ),
+        max_submods=reader.number("max_submods", int, 16, minimum=1, maximum=1024),
+        max_x5c_certs=reader.number("max_x5c_certs", int, 4, minimum=1, maximum=16),
+        jwks_cache_dir=reader.path("jwks_cache_dir", AttestationSettings.jwks_cache_dir)
+        or AttestationSettings.jwks_cache_dir,
+        jwks_cache_seconds=reader.number(
+            "jwks_cache_seconds", int, 3600, minimum=0, maximum=30 * 86_400
+        ),
+    )
+    reader.finish()
+    return settings
+
+
+def _attestation_issuer(
+    entry: Any, prefix: str, source: str, origin: Mapping[str, str], base: Path | None
+) -> AttestationIssuer:
+    reader = _Reader(entry, prefix, source, origin, base)
+    name = reader.get("name", str, None)
+    if not name:
+        raise reader.error(f"{prefix}.name", name, "is required: a short name such as 'nras'")
+    if not all(ch.isalnum() or ch in "-_." for ch in name):
+        raise reader.error(
+            f"{prefix}.name", name, "may contain only letters, digits, '-', '_' and '.'"
+        )
+    provider = reader.get("provider", str, None)
+    if provider not in ATTESTATION_PROVIDERS:
+        raise reader.error(
+            f"{prefix}.provider", provider, "must be one of " + ", ".join(ATTESTATION_PROVIDERS)
+        )
+    allowed = ATTESTATION_PROVIDERS[provider]
+    algorithm = reader.get("algorithm", str, allowed[0])
+    if algorithm not in allowed:
+        raise reader.error(
+            f"{prefix}.algorithm",
+            algorithm,
+            f"is not allowed for {provider}; allowed: " + ", ".join(allowed),
+        )
+    issuer = reader.get("issuer", str, None)
+    if not issuer or issuer != issuer.strip():
+        raise reader.error(
+            f"{prefix}.issuer", issuer, "is required: the exact iss claim of its tokens"
+        )
+    jwks_file = _config_file(reader, "jwks_file")
+    jwks_url = _http_url(reader, "jwks_url")
+    roots_file = _config_file(reader, "roots_file")
+    max_age = reader.number("max_age_seconds", int, 3600, minimum=1, maximum=30 * 86_400)
+    secret_env = _env_name(reader, "secret_env", None)
+    reader.finish()
+    if provider == "nvidia-local":
+        if jwks_file is not None or jwks_url is not None or roots_file is not None:
+            raise reader.error(
+                f"{prefix}.provider",
+                provider,
+                "signs with a shared HS256 secret: it takes no jwks_file, jwks_url or roots_file "
+                "(its tokens are stored as self-reported, never trusted)",
+            )
+    else:
+        if (jwks_file is None) == (jwks_url is None):
+            raise reader.error(
+                f"{prefix}.jwks_file",
+                str(jwks_file) if jwks_file else None,
+                "or jwks_url: exactly one is required (the pinned key set of this issuer)",
+            )
+        if secret_env is not None:
+            raise reader.error(
+                f"{prefix}.secret_env", secret_env, "is only for provider 'nvidia-local'"
+            )
+    return AttestationIssuer(
+        name=name,
+        provider=provider,
+        issuer=issuer,
+        algorithm=algorithm,
+        jwks_file=jwks_file,
+        jwks_url=jwks_url,
+        roots_file=roots_file,
+        max_age_seconds=max_age,
+        secret_env=secret_env,
+    )
+
+
+def _attestation_policy(
+    table: Any, source: str, origin: Mapping[str, str], base: Path | None
+) -> AttestationPolicy:
+    reader = _Reader(table, "attestation.policy", source, origin, base)
+    defaults = AttestationPolicy()
+    policy_id = reader.get("policy_id", str, defaults.policy_id)
+    if not policy_id.strip():
+        raise reader.error("attestation.policy.policy_id", policy_id, "must not be empty")
+    policy = AttestationPolicy(
+        policy_id=policy_id,
+        require_secure_boot=reader.get("require_secure_boot", bool, True),
+        allow_debug=reader.get("allow_debug", bool, False),
+        gpu_driver_versions=reader.strings("gpu_driver_versions", ()),
+        gpu_vbios_versions=reader.strings("gpu_vbios_versions", ()),
+        nvidia_claims_versions=reader.strings(
+            "nvidia_claims_versions", defaults.nvidia_claims_versions
+        ),
+        cvm_compliance_status=reader.strings(
+            "cvm_compliance_status", defaults.cvm_compliance_status
+        ),
+        sevsnp_launch_measurements=reader.strings("sevsnp_launch_measurements", ()),
+        sevsnp_host_data=reader.strings("sevsnp_host_data", ()),
+        tdx_mrtd=reader.strings("tdx_mrtd", ()),
+        ita_tcb_status=reader.strings("ita_tcb_status", defaults.ita_tcb_status),
+    )
+    reader.finish()
+    return policy
+
+
+def _serve(table: Any, source: str, origin: Mapping[str, str], base: Path | None) -> ServeSettings:
+    reader = _Reader(table, "serve", source, origin, base)
+    host = reader.get("host", str, "127.0.0.1")
+    if not host.strip():
+        raise reader.error("serve.host", host, "must not be empty (127.0.0.1, 0.0.0.0, ::)")
+    settings = ServeSettings(
+        host=host,
+        port=reader.number("port", int, 8443, minimum=0, maximum=65_535),
+        tls_cert_file=_config_file(reader, "tls_cert_file"),
+        tls_key_file=_config_file(reader, "tls_key_file"),
+        token_env=_env_name(reader, "token_env", "ANNEX_INTAKE_TOKEN") or "",
+        max_body_bytes=reader.number("max_body_bytes", int, 1 << 20, minimum=1024, maximum=1 << 30),
+    )
+    reader.finish()
+    if (settings.tls_cert_file is None) != (settings.tls_key_file is None):
+        key = "serve.tls_key_file" if settings.tls_key_file is None else "serve.tls_cert_file"
+        raise reader.error(key, None, "is required: TLS needs both tls_cert_file and tls_key_file")
+    return settings

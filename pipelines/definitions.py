@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.defs import cluster_state, gpu_evidence
+from pipelines.defs import attestation, cluster_state, gpu_evidence
 from pipelines.defs.resources import build_resources
 
 
@@ -22,6 +22,7 @@ def build_defs(config_path: str | None = None) -> dg.Definitions:
     return dg.Definitions.merge(
         cluster_state.defs,
         gpu_evidence.defs,
+        attestation.defs,
         dg.Definitions(resources=build_resources(config_path)),
     )
 

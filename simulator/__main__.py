@@ -1,12 +1,15 @@
 """Command line: serve a simulated GPU cluster until Ctrl-C or SIGTERM.
 
 python -m simulator kubernetes --nodes 200 --port 6443 --kubeconfig sim.kubeconfig --tls
+python -m simulator attestation --nodes 200 --trust-dir trust --history-dir spool --days 2
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -44,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PORT",
         help="also serve the DCGM exporters and their Prometheus on this port (0: a free one)",
     )
+    _add_attestation_parser(commands)
     args = parser.parse_args(argv)
+    if args.command == "attestation":
+        return _attestation(args)
 
     started = time.perf_counter()
     world = build_world(args.nodes, seed=args.seed)
@@ -88,6 +94,125 @@ def main(argv: list[str] | None = None) -> int:
         if telemetry is not None:
             telemetry.stop()
         cluster.stop()
+    return 0
+
+
+def _add_attestation_parser(commands: argparse._SubParsersAction) -> None:
+    attest = commands.add_parser(
+        "attestation",
+        help="write simulated attestation trust material and history; serve keys; push live",
+        description="Simulated NRAS/MAA/ITA issuers over the world's confidential nodes.",
+    )
+    attest.add_argument("--nodes", type=int, required=True, help=f"1..{MAX_NODES}")
+    attest.add_argument("--seed", type=int, default=0)
+    attest.add_argument(
+        "--trust-dir",
+        type=Path,
+        required=True,
+        help="write <issuer>.jwks.json, <issuer>.root.pem and issuers.toml here",
+    )
+    attest.add_argument(
+        "--history-dir", type=Path, help="write past submissions here as bare files"
+    )
+    attest.add_argument("--days", type=float, default=2.0, help="history length (days)")
+    attest.add_argument(
+        "--history-nodes",
+        type=int,
+        metavar="N",
+        help="bound the history to N nodes (faulty ones first)",
+    )
+    attest.add_argument("--every", type=float, default=3000.0, help="seconds between attestations")
+    attest.add_argument("--host", default="127.0.0.1")
+    attest.add_argument(
+        "--keys-port",
+        type=int,
+        metavar="PORT",
+        help="serve the issuers' JWKS on this port (0: a free one) until Ctrl-C",
+    )
+    attest.add_argument(
+        "--intake", metavar="URL", help="push live submissions to annex's intake at URL"
+    )
+    attest.add_argument(
+        "--token-env",
+        default="ANNEX_INTAKE_TOKEN",
+        help="environment variable holding the intake's bearer token",
+    )
+    attest.add_argument("--cafile", type=Path, help="CA bundle to verify the intake's TLS")
+    attest.add_argument("--once", action="store_true", help="push one round, then exit")
+
+
+def _attestation(args: argparse.Namespace) -> int:
+    from simulator.attestation.agent import AttestingAgent, write_history
+    from simulator.attestation.issuers import LOCAL_SECRET, LOCAL_SECRET_ENV, IssuerSet
+    from simulator.attestation.server import AttestationIssuerServer
+    from simulator.attestation.tokens import policy_toml
+
+    world = build_world(args.nodes, seed=args.seed)
+    issuers = IssuerSet.create(args.seed)
+    keys = None
+    if args.keys_port is not None:
+        keys = AttestationIssuerServer(issuers, host=args.host, port=args.keys_port).start()
+    paths = issuers.write_trust(args.trust_dir)
+    toml = issuers.settings_toml(args.trust_dir, jwks_base_url=keys.url if keys else None)
+    toml += "\n" + policy_toml()
+    settings = args.trust_dir / "issuers.toml"
+    settings.write_text(toml)
+    print(f"trust material: {', '.join(str(p) for p in paths.values())}", flush=True)
+    print(
+        f"annex settings: {settings} (set {LOCAL_SECRET_ENV}={LOCAL_SECRET.decode()}"
+        " to decode self-reported tokens)",
+        flush=True,
+    )
+    if args.history_dir is not None:
+        started = time.perf_counter()
+        count = write_history(
+            world,
+            issuers,
+            args.history_dir,
+            days=args.days,
+            every_seconds=args.every,
+            max_nodes=args.history_nodes,
+        )
+        print(
+            f"history: {count} submissions in {args.history_dir}"
+            f" ({time.perf_counter() - started:.1f}s)",
+            flush=True,
+        )
+    agent = None
+    if args.intake:
+        token = os.environ.get(args.token_env)
+        if not token:
+            print(f"error: --intake needs a bearer token in ${args.token_env}", file=sys.stderr)
+            return 2
+        context = None
+        if args.intake.startswith("https:"):
+            context = ssl.create_default_context(cafile=str(args.cafile) if args.cafile else None)
+        agent = AttestingAgent(
+            world, issuers, args.intake, token, interval_seconds=args.every, verify_tls=context
+        )
+        if args.once:
+            statuses = agent.run_once()
+            print(f"pushed {len(statuses)} submissions: statuses {sorted(set(statuses))}")
+            agent = None
+    if keys is None and agent is None:
+        return 0
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        if keys is not None:
+            print(f"issuer keys: {keys.url} (nras: {keys.jwks_url('nras')})", flush=True)
+        if agent is not None:
+            agent.start()
+            print(f"attesting {len(agent.plans)} nodes to {args.intake}", flush=True)
+        while not stop.is_set():
+            stop.wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if agent is not None:
+            agent.stop()
+        if keys is not None:
+            keys.stop()
     return 0
 
 

@@ -359,6 +359,8 @@ class NodeDecoder(ResourceDecoder[objects.Node]):
             pa.array([i.kubelet_version if i else None for i in infos], pa.string()),
             pa.array([i.container_runtime_version if i else None for i in infos], pa.string()),
             pa.array([n.spec.provider_id for n in items], pa.string()),
+            pa.array([i.boot_id if i else None for i in infos], pa.string()),
+            pa.array([i.system_uuid if i else None for i in infos], pa.string()),
         ]
 
 

@@ -69,6 +69,9 @@ class NodeSpec(_Struct):
 class NodeInfo(_Struct):
     kubelet_version: str | None = None
     container_runtime_version: str | None = None
+    # The API's spelling is not camelCase of the snake names: map them explicitly.
+    boot_id: str | None = msgspec.field(default=None, name="bootID")
+    system_uuid: str | None = msgspec.field(default=None, name="systemUUID")
 
 
 class NodeStatus(_Struct):

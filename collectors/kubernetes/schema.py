@@ -78,6 +78,8 @@ NODES = pa.schema(
         ("kubelet_version", pa.string()),
         ("container_runtime_version", pa.string()),
         ("provider_id", pa.string()),
+        ("boot_id", pa.string()),  # status.nodeInfo.bootID: changes at every reboot
+        ("system_uuid", pa.string()),  # status.nodeInfo.systemUUID: the VM's SMBIOS UUID
         ("list_attempt", pa.int32()),
     ]
 )

@@ -10,6 +10,7 @@ faults. Unit tests and the decode benchmark use it; integration tests use the re
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,8 +164,11 @@ def node(
     unschedulable: bool = False,
     mig: Mapping[str, int] | None = None,
     images: int = 20,
+    boot_id: str | None = None,
 ) -> dict[str, Any]:
-    """A GPU node as GPU feature discovery labels it, with a kubelet-sized status."""
+    """A GPU node as GPU feature discovery labels it, with a kubelet-sized status.
+
+    ``boot_id`` defaults to ``boot-<name>``; change it to simulate a reboot."""
     base_labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
@@ -228,6 +232,8 @@ def node(
             "nodeInfo": {
                 "kubeletVersion": "v1.33.2",
                 "containerRuntimeVersion": "containerd://1.7.27",
+                "bootID": boot_id or f"boot-{name}",
+                "systemUUID": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
                 "kernelVersion": "6.8.0-1015-aws",
                 "osImage": "Ubuntu 22.04.5 LTS",
             },

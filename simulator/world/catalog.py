@@ -11,6 +11,13 @@ from dataclasses import dataclass, field
 
 SIMULATED_ANNOTATION = "simulator.annex.dev/simulated"
 POOL_LABEL = "annex.dev/pool"
+# confidential-computing node labels: the GPU Operator's, and NFD's CPU TEE features
+CC_CAPABLE_LABEL = "nvidia.com/cc.capable"
+CC_MODE_LABEL = "nvidia.com/cc.mode"
+CPU_TEE_LABELS = {
+    "tdx": "feature.node.kubernetes.io/cpu-security.tdx.enabled",
+    "sevsnp": "feature.node.kubernetes.io/cpu-security.sev.snp.enabled",
+}
 
 
 @dataclass(frozen=True)
@@ -68,12 +75,24 @@ class PoolProfile:
     architecture: str = "amd64"
     region: str = "us-central1"
     zones: tuple[str, ...] = ("a", "b", "c")
+    # confidential computing: the CPU TEE its VMs run in ("tdx" | "sevsnp"), with the GPUs in
+    # CC mode; None for pools that cannot attest (MIG pools: H100 CC mode excludes MIG)
+    cpu_tee: str | None = None
 
 
 POOLS: tuple[PoolProfile, ...] = (
     PoolProfile("system", 0.03, "generic", "n2-standard-32", 32, 128),
     PoolProfile(
-        "h100-gke", 0.31, "gke", "a3-highgpu-8g", 208, 1872, H100_80GB, 8, region="us-central1"
+        "h100-gke",
+        0.31,
+        "gke",
+        "a3-highgpu-8g",
+        208,
+        1872,
+        H100_80GB,
+        8,
+        region="us-central1",
+        cpu_tee="tdx",
     ),
     PoolProfile(
         "h100-eks",
@@ -86,6 +105,7 @@ POOLS: tuple[PoolProfile, ...] = (
         8,
         region="us-east-2",
         zones=("a", "b"),
+        cpu_tee="sevsnp",
     ),
     PoolProfile(
         "a100-80-dgx",

@@ -10,7 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from simulator.world.catalog import (
+    CC_CAPABLE_LABEL,
+    CC_MODE_LABEL,
     CPU_NODE_IMAGES,
+    CPU_TEE_LABELS,
     CUDA_RUNTIME,
     DRIVER,
     GPU_NODE_IMAGES,
@@ -203,7 +206,10 @@ class NodeFactory:
             SIMULATED_ANNOTATION: "true",
         }
         if slot.is_gpu:
-            annotations["nfd.node.kubernetes.io/feature-labels"] = _NFD_FEATURES
+            features = _NFD_FEATURES
+            if pool.cpu_tee:
+                features += "," + CPU_TEE_LABELS[pool.cpu_tee].split("/", 1)[1]
+            annotations["nfd.node.kubernetes.io/feature-labels"] = features
             annotations["nfd.node.kubernetes.io/worker.version"] = "v0.16.4"
         if pool.cloud == "gke":
             annotations["container.googleapis.com/instance_id"] = str(self.rng.getrandbits(62))
@@ -341,6 +347,10 @@ class NodeFactory:
             labels["nvidia.com/gpu.clique"] = clique
             labels["nvidia.com/gpu.imex-domain"] = clique
             labels["nvidia.com/mig.capable"] = "false"
+        if pool.cpu_tee:  # a confidential VM with its GPUs in CC mode
+            labels[CPU_TEE_LABELS[pool.cpu_tee]] = "true"
+            labels[CC_CAPABLE_LABEL] = "true"
+            labels[CC_MODE_LABEL] = "on"
         if pool.mig_strategy != "none":
             labels["nvidia.com/gpu.deploy.mig-manager"] = "true"
             labels["nvidia.com/mig.config.state"] = "success"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import datetime
 
 import msgspec
@@ -77,6 +78,8 @@ def test_node_page():
     assert first["unschedulable"] is False and first["taints"] == []
     assert first["kubelet_version"] == "v1.33.2"
     assert first["provider_id"].startswith("aws:///us-east-1a/i-")
+    assert first["boot_id"] == "boot-gpu-1"
+    assert first["system_uuid"] == str(uuid.uuid5(uuid.NAMESPACE_DNS, "gpu-1"))
     assert dict(first["labels"])["kubernetes.io/hostname"] == "gpu-1"
     assert [lvl["domain"] for lvl in first["topology"]] == [
         "us-east-1",

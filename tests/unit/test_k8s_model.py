@@ -256,6 +256,22 @@ def test_changes_append_history_and_deletions_close_intervals(warehouse):
     )
 
 
+def test_a_reboot_is_a_new_node_version_and_the_same_boot_is_not(warehouse):
+    objects = world()
+    load(warehouse, t.FakeCluster(objects))
+    load(warehouse, t.FakeCluster(objects))
+    objects[NODES][0] = t.node("n1", labels={"karpenter.sh/nodepool": "a"}, boot_id="boot-2")
+    load(warehouse, t.FakeCluster(objects))
+    assert query(
+        warehouse,
+        "SELECT boot_id, system_uuid IS NOT NULL, closed_reason FROM core.nodes "
+        "WHERE node_name = 'n1' ORDER BY valid_from",
+    ) == [("boot-n1", True, "changed"), ("boot-2", True, None)]
+    assert query(
+        warehouse, "SELECT boot_id FROM raw.kubernetes_nodes WHERE node_name = 'n1' ORDER BY 1"
+    ) == [("boot-2",), ("boot-n1",)]
+
+
 def test_inconsistent_snapshot_never_closes_absent_objects(warehouse):
     objects = world()
     load(warehouse, t.FakeCluster(objects))

@@ -7,6 +7,8 @@
 -- 2. raw.*: append versions whose hash differs from core's current one (history grows with
 --    change, not with snapshots x objects; loading the same snapshot twice appends nothing).
 -- 3. core.nodes: slowly changing rows. core.pods/jobs/priority_classes/events: current state.
+--    Every staged column is a kept field (the hash covers them all), boot_id included: a
+--    reboot makes a new version, which attestation coverage reads as a boot change.
 -- 4. core.gpu_allocations: open intervals for bound GPU pods, close them at the pod's finish,
 --    or at the collection time when the pod is gone from a CONSISTENT snapshot.
 -- Objects absent from an inconsistent list are never closed or marked gone.

@@ -30,6 +30,8 @@ CREATE TEMP TABLE stage_nodes (
     kubelet_version VARCHAR,
     container_runtime_version VARCHAR,
     provider_id VARCHAR,
+    boot_id VARCHAR,
+    system_uuid VARCHAR,
     list_attempt INTEGER
 );
 

@@ -51,6 +51,7 @@ from typing import Any
 import duckdb
 
 from warehouse.migrate import utc_now
+from warehouse.transaction import atomic
 
 log = logging.getLogger(__name__)
 
@@ -924,18 +925,9 @@ def refresh_gpu_hourly(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     ``namespace_gpu_hours_rows`` and ``milliseconds``.
     """
     started = time.perf_counter()
-    own_transaction = not _in_transaction(con)
-    if own_transaction:
-        con.execute("BEGIN")
     try:
-        counts = _refresh(con, utc_now())
-        if own_transaction:
-            con.execute("COMMIT")
-    except BaseException:
-        if own_transaction:
-            with contextlib.suppress(duckdb.Error):
-                con.execute("ROLLBACK")
-        raise
+        with atomic(con):
+            counts = _refresh(con, utc_now())
     finally:
         _drop_temp_tables(con)
     counts["milliseconds"] = round((time.perf_counter() - started) * 1000)
@@ -1054,17 +1046,6 @@ def _run(con: duckdb.DuckDBPyConnection, what: str, sql: Any, params: dict[str, 
     started = time.perf_counter()
     con.execute(sql, params)
     log.debug("%s %s took %.3f s", what, params.get("lo", ""), time.perf_counter() - started)
-
-
-def _in_transaction(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether ``con`` has an explicit transaction open.
-
-    DuckDB has no flag for it, and a failed ``BEGIN`` would abort the caller's transaction; in
-    autocommit mode every statement gets a new transaction id, inside one they share it.
-    """
-    first = con.execute("SELECT txid_current()").fetchone()
-    second = con.execute("SELECT txid_current()").fetchone()
-    return first == second
 
 
 def _drop_temp_tables(con: duckdb.DuckDBPyConnection) -> None:

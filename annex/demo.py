@@ -1,0 +1,113 @@
+"""The demo's confidential-computing evidence: simulated issuers, agents and annex's intake.
+
+``annex demo`` runs every evidence source against the simulator. For attestations that means
+what a real deployment has: issuers whose key sets annex pins (served over HTTP and fetched
+from the configured URL), the intake (``annex serve``'s server, over TLS with a bearer token)
+that the nodes' agents push to with annex-issued nonces, and a shared folder of earlier
+submissions written by a DaemonSet (the simulator's history). The collection itself is the
+Dagster ``attestation_job``, as in production.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import ssl
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+
+from annex.settings import Settings, load_settings
+
+HISTORY_DAYS = 2
+"""Days of earlier submissions the demo's shared folder holds."""
+NONCE_KEY_ENV = "ANNEX_ATTESTATION_NONCE_KEY"
+INTAKE_TOKEN_ENV = "ANNEX_INTAKE_TOKEN"
+
+
+@dataclass(frozen=True)
+class DemoAttestations:
+    """What the demo's agents delivered, for its closing summary."""
+
+    settings: Settings
+    intake_url: str
+    pushed: int
+    accepted: int
+    history_files: int
+
+
+@contextlib.contextmanager
+def simulated_attestations(
+    settings: Settings, world: object, out: Path, *, seed: int, first_run: bool
+) -> Iterator[DemoAttestations]:
+    """Serve the simulated issuers' key sets, run annex's intake, let every confidential node
+    of ``world`` push one submission to it, and (on the ``first_run`` of a warehouse) write
+    ``HISTORY_DAYS`` of earlier submissions to a shared folder. Yields ``settings`` changed to
+    trust those issuers and read that spool; the issuers' key server stays up meanwhile, so the
+    collection fetches the pinned key sets from their configured URL.
+
+    Secrets the intake and the collection share (the nonce key, the intake token, the local
+    verifier's secret) are set in this process's environment, by name only in the settings.
+    """
+    from annex.attestation import attestation_routes
+    from annex.serve import IntakeServer
+    from simulator.attestation import tokens
+    from simulator.attestation.agent import AttestingAgent, write_history
+    from simulator.attestation.issuers import LOCAL_SECRET, LOCAL_SECRET_ENV, IssuerSet
+    from simulator.attestation.server import AttestationIssuerServer
+    from simulator.kubernetes.cluster import TLS_CERTIFICATE, TLS_KEY
+
+    folder = (out / "attestation").absolute()
+    trust = folder / "trust"
+    history = folder / "shared"
+    os.environ.setdefault(NONCE_KEY_ENV, secrets.token_hex(32))
+    os.environ.setdefault(INTAKE_TOKEN_ENV, secrets.token_urlsafe(32))
+    os.environ.setdefault(LOCAL_SECRET_ENV, LOCAL_SECRET.decode())
+    issuers = IssuerSet.create(seed)
+    issuers.write_trust(trust)
+    with AttestationIssuerServer(issuers) as key_server:
+        config = folder / "annex-attestation.toml"
+        config.write_text(
+            "[serve]\n"
+            "port = 0\n"
+            f'tls_cert_file = "{TLS_CERTIFICATE}"\n'
+            f'tls_key_file = "{TLS_KEY}"\n'
+            f'token_env = "{INTAKE_TOKEN_ENV}"\n\n'
+            "[attestation]\n"
+            f'spool_dir = "{folder / "spool"}"\n'
+            f'watch_dirs = ["{history}"]\n'
+            f'jwks_cache_dir = "{folder / "jwks-cache"}"\n'
+            f'nonce_key_env = "{NONCE_KEY_ENV}"\n\n'
+            + issuers.settings_toml(trust, jwks_base_url=key_server.url)
+            + tokens.policy_toml(),
+            encoding="utf-8",
+        )
+        loaded = load_settings(config, env={})
+        demo = replace(settings, attestation=loaded.attestation, serve=loaded.serve)
+        history_files = 0
+        if first_run:
+            history_files = write_history(world, issuers, history, days=HISTORY_DAYS)  # type: ignore[arg-type]
+
+        def world_now() -> datetime:
+            return world.now  # type: ignore[attr-defined,no-any-return]
+
+        client_tls = ssl.create_default_context(cafile=TLS_CERTIFICATE)
+        with IntakeServer(demo, attestation_routes(demo), clock=world_now) as intake:
+            agent = AttestingAgent(
+                world,  # type: ignore[arg-type]
+                issuers,
+                intake.url,
+                os.environ[INTAKE_TOKEN_ENV],
+                verify_tls=client_tls,
+                clock=world_now,
+            )
+            statuses = agent.run_once()
+            yield DemoAttestations(
+                settings=demo,
+                intake_url=intake.url,
+                pushed=len(statuses),
+                accepted=sum(1 for status in statuses if status == 202),
+                history_files=history_files,
+            )
