@@ -21,8 +21,11 @@ from pathlib import Path
 
 from annex.settings import Settings, load_settings
 
-HISTORY_DAYS = 2
+HISTORY_DAYS = 1
 """Days of earlier submissions the demo's shared folder holds."""
+HISTORY_NODES = 40
+"""Nodes whose earlier submissions it holds (those with planned faults first): enough to show
+every verdict without making the demo wait on minting and verifying a big world's history."""
 NONCE_KEY_ENV = "ANNEX_ATTESTATION_NONCE_KEY"
 INTAKE_TOKEN_ENV = "ANNEX_INTAKE_TOKEN"
 
@@ -44,9 +47,10 @@ def simulated_attestations(
 ) -> Iterator[DemoAttestations]:
     """Serve the simulated issuers' key sets, run annex's intake, let every confidential node
     of ``world`` push one submission to it, and (on the ``first_run`` of a warehouse) write
-    ``HISTORY_DAYS`` of earlier submissions to a shared folder. Yields ``settings`` changed to
-    trust those issuers and read that spool; the issuers' key server stays up meanwhile, so the
-    collection fetches the pinned key sets from their configured URL.
+    ``HISTORY_DAYS`` of earlier submissions of ``HISTORY_NODES`` nodes to a shared folder.
+    Yields ``settings`` changed to trust those issuers and read that spool; the issuers' key
+    server stays up meanwhile, so the collection fetches the pinned key sets from their
+    configured URL.
 
     Secrets the intake and the collection share (the nonce key, the intake token, the local
     verifier's secret) are set in this process's environment, by name only in the settings.
@@ -88,7 +92,13 @@ def simulated_attestations(
         demo = replace(settings, attestation=loaded.attestation, serve=loaded.serve)
         history_files = 0
         if first_run:
-            history_files = write_history(world, issuers, history, days=HISTORY_DAYS)  # type: ignore[arg-type]
+            history_files = write_history(
+                world,  # type: ignore[arg-type]
+                issuers,
+                history,
+                days=HISTORY_DAYS,
+                max_nodes=HISTORY_NODES,
+            )
 
         def world_now() -> datetime:
             return world.now  # type: ignore[attr-defined,no-any-return]

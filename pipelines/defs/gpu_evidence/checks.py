@@ -55,12 +55,20 @@ def samples_fresh(
 
 
 def samples_on_known_gpus(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
-    """Every series names a GPU (UUID) on a node the inventory knows with that many GPUs."""
+    """Every series names a GPU (UUID) on a node the inventory knows with that many GPUs.
+
+    A node's physical GPUs are its ``nvidia.com/gpu`` capacity or, when more, the
+    ``nvidia.com/gpu.count`` label: with the mixed MIG strategy the partitioned GPUs leave the
+    whole-GPU capacity, but their exporter series keep their physical index.
+    """
     (unknown, series) = one(
         con,
         f"""
         SELECT count(*) FILTER (WHERE s.gpu_uuid IS NULL OR n.node_name IS NULL
-                                 OR s.gpu_index >= coalesce(n.gpu_capacity, 0)),
+                                 OR s.gpu_index >= greatest(
+                                     coalesce(n.gpu_capacity, 0),
+                                     coalesce(TRY_CAST(n.labels['nvidia.com/gpu.count']
+                                                       AS BIGINT), 0))),
                count(*)
         FROM core.gpu_telemetry_series AS s
         LEFT JOIN core.nodes AS n
