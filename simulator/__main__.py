@@ -2,6 +2,7 @@
 
 python -m simulator kubernetes --nodes 200 --port 6443 --kubeconfig sim.kubeconfig --tls
 python -m simulator attestation --nodes 200 --trust-dir trust --history-dir spool --days 2
+python -m simulator lineage --nodes 200 --post http://127.0.0.1:8080/ --token-env ANNEX_TOKEN
 """
 
 from __future__ import annotations
@@ -48,9 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also serve the DCGM exporters and their Prometheus on this port (0: a free one)",
     )
     _add_attestation_parser(commands)
+    _add_lineage_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "attestation":
         return _attestation(args)
+    if args.command == "lineage":
+        return _lineage(args)
 
     started = time.perf_counter()
     world = build_world(args.nodes, seed=args.seed)
@@ -213,6 +217,66 @@ def _attestation(args: argparse.Namespace) -> int:
             agent.stop()
         if keys is not None:
             keys.stop()
+    return 0
+
+
+def _add_lineage_parser(commands: argparse._SubParsersAction) -> None:
+    lineage = commands.add_parser(
+        "lineage",
+        help="emit the world's training-data lineage as OpenLineage events",
+        description=(
+            "OpenLineage events for every training run of the world (and the data processing,"
+            " pretraining, synthetic generation and fine-tuning runs behind them), posted to an"
+            " OpenLineage HTTP endpoint out of order and with duplicates, or written as JSON lines."
+        ),
+    )
+    lineage.add_argument("--nodes", type=int, required=True, help=f"1..{MAX_NODES}")
+    lineage.add_argument("--seed", type=int, default=0)
+    lineage.add_argument("--cluster", default="simulated", help="cluster name in the events")
+    target = lineage.add_mutually_exclusive_group(required=True)
+    target.add_argument(
+        "--post", metavar="URL", help="base URL of the endpoint (events go to URL/api/v1/lineage)"
+    )
+    target.add_argument("--jsonl", type=Path, metavar="PATH", help="write JSON lines here")
+    lineage.add_argument(
+        "--token-env",
+        default="ANNEX_LINEAGE_TOKEN",
+        help="environment variable holding the endpoint's bearer token",
+    )
+    lineage.add_argument(
+        "--batch-size", type=int, default=1, help="events per request (>1: /lineage/batch)"
+    )
+    lineage.add_argument("--shuffle-seed", type=int, default=0, help="seed of the sending order")
+    lineage.add_argument(
+        "--duplicates", type=float, default=0.05, help="fraction of events sent twice"
+    )
+
+
+def _lineage(args: argparse.Namespace) -> int:
+    from simulator.lineage import build_events, deliver, write_jsonl
+
+    events = build_events(build_world(args.nodes, seed=args.seed), cluster=args.cluster)
+    if args.jsonl is not None:
+        count = write_jsonl(events, args.jsonl)
+        print(f"wrote {count} lineage events to {args.jsonl}", flush=True)
+        return 0
+    token = os.environ.get(args.token_env)
+    if not token:
+        print(f"error: --post needs a bearer token in ${args.token_env}", file=sys.stderr)
+        return 2
+    sent = deliver(
+        events,
+        args.post,
+        token=token,
+        batch_size=args.batch_size,
+        shuffle_seed=args.shuffle_seed,
+        duplicate_fraction=args.duplicates,
+    )
+    print(
+        f"posted {len(events)} lineage events ({len(sent.duplicates)} twice) in"
+        f" {sent.requests} requests to {args.post}",
+        flush=True,
+    )
     return 0
 
 

@@ -1,0 +1,530 @@
+"""Decode, check and identify the OpenLineage events of one POST body. Pure: no I/O, no clock.
+
+``parse_events(body, content_encoding=..., now=...)`` takes the raw body of ``POST /lineage``
+or ``POST /lineage/batch`` and returns a ``ParsedBatch``: every event either accepted (with
+its ``event_id``) or rejected with a reason from ``REASONS`` and a message naming the field.
+
+Body rules (the whole body is refused; one ``Rejected`` with ``index=None``):
+
+* ``Content-Encoding`` ``gzip``/``x-gzip``/``deflate`` is inflated as a stream and stops as soon
+  as more than ``max_bytes`` would come out (``too_large``): a compressed bomb is never
+  inflated, at most ``max_bytes + 1`` bytes are held. An unsupported encoding or a corrupt or
+  truncated stream is ``invalid_json`` (the body cannot be read as JSON);
+* a plain body over ``max_bytes`` is ``too_large``; so is a batch of more than ``max_events``;
+* not JSON (orjson: strict RFC 8259, no NaN/Infinity, valid UTF-8 and surrogates, at most
+  1024 levels deep, numbers within the IEEE-754 double range) is ``invalid_json``.
+
+A JSON object is one event; a JSON array is a batch (the request body of ``/lineage/batch``
+in OpenLineage.yml is an array of events). Anything else is one event that fails the schema.
+
+Event rules, in this order (the first that applies is the reason; the message lists up to
+five violations):
+
+* ``too_large``: nested more than 254 levels deep (orjson's serialisation limit);
+* ``too_many_datasets``: more than ``max_datasets`` inputs + outputs;
+* ``facet_too_large``: a facet whose compact JSON is over ``max_facet_bytes`` is dropped from
+  the event, which is kept; a ``Finding`` records it (reference §4);
+* schema violations (collectors.lineage.validate), mapped to ``unknown_event_type``
+  (``eventType`` not in the enum), ``bad_run_id`` (``run.runId`` missing, not a string or not
+  a UUID), ``missing_timezone`` (``eventTime`` a date-time without offset) or
+  ``schema_violation`` (all other);
+* ``bad_run_id`` also for a ``runId`` the schema's ``format: uuid`` lets through in a
+  non-canonical spelling (``{...}``, ``urn:uuid:``, ``+``, ``_``): annex stores runIds as UUID;
+* ``future_event_time``: ``eventTime`` more than ``future_tolerance`` (24 h) after ``now``.
+
+``event_id`` is the SHA-256 (hex) of the event's RFC 8785 (JCS) canonical JSON, computed over
+the event as received, before any facet is dropped, so a resent event gets the same id
+whatever its key order or whitespace. Limits of ``canonical_json``: a number is taken as
+an IEEE-754 double, as RFC 8785 says, so integers beyond 2**53 lose precision (orjson already
+decodes integers beyond 64 bits as doubles); duplicate object keys are not detected (the
+last one wins, as in orjson) although RFC 8785 requires I-JSON input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from json.encoder import encode_basestring
+from typing import Any, Literal
+
+import orjson
+
+from collectors.lineage.validate import Violation, check_event, format_path
+
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DATASETS",
+    "MAX_EVENTS",
+    "MAX_FACET_BYTES",
+    "REASONS",
+    "Accepted",
+    "Finding",
+    "ParsedBatch",
+    "Reason",
+    "Rejected",
+    "canonical_json",
+    "event_id",
+    "parse_event_time",
+    "parse_events",
+]
+
+Reason = Literal[
+    "invalid_json",
+    "schema_violation",
+    "unknown_event_type",
+    "bad_run_id",
+    "missing_timezone",
+    "future_event_time",
+    "too_large",
+    "too_many_datasets",
+    "facet_too_large",
+]
+REASONS: tuple[str, ...] = Reason.__args__  # type: ignore[attr-defined]
+
+MAX_BYTES = 5 * 1024 * 1024
+MAX_EVENTS = 1000
+MAX_DATASETS = 1000
+MAX_FACET_BYTES = 256 * 1024
+FUTURE_TOLERANCE = timedelta(hours=24)
+RAW_KEEP = 64 * 1024  # bytes of a refused body kept for audit.rejected
+_CHUNK = 64 * 1024
+_MAX_DEPTH = 254  # deepest nesting orjson serialises; a deeper event is too_large
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Something the ingester changed or noticed in an accepted event (``facet_too_large``)."""
+
+    index: int
+    code: Reason
+    path: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    index: int  # position in the batch (0 for a single event)
+    event_id: str  # sha256 hex of the RFC 8785 canonical JSON of the event as received
+    kind: str  # RunEvent | JobEvent | DatasetEvent
+    event_time: datetime  # eventTime, timezone-aware, offset as sent
+    event: dict[str, Any]  # the event, less any facet dropped as too large
+    findings: tuple[Finding, ...] = ()
+    duplicate: bool = False  # same event_id as an earlier event of this batch
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    index: int | None  # position in the batch; None when the whole body is refused
+    reason: Reason
+    message: str
+    path: str = ""  # the offending field ("" for the body)
+    raw: bytes = b""  # the event's JSON, or the first RAW_KEEP bytes of a refused body
+    retriable: bool = False
+    event_id: str | None = None  # as for Accepted, when the event could be canonicalised
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedBatch:
+    accepted: tuple[Accepted, ...]
+    rejected: tuple[Rejected, ...]
+    received: int  # events in the body (0 when the body itself is refused)
+    body_bytes: int  # bytes of (decompressed) body read; at most max_bytes + 1
+    batch: bool  # the body was a JSON array
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.rejected
+
+    def response(self) -> dict[str, Any]:
+        """The ``/lineage/batch`` 200 response body of OpenLineage.yml.
+
+        A refused body (``index`` None) appears as index -1; the HTTP layer should rather
+        answer it with 400 (``invalid_json``) or 413 (``too_large``).
+        """
+        retriable = sum(r.retriable for r in self.rejected)
+        return {
+            "status": "success" if not self.rejected else "partial_success",
+            "summary": {
+                "received": self.received,
+                "successful": len(self.accepted),
+                "failed": len(self.rejected),
+                "retriable": retriable,
+                "non_retriable": len(self.rejected) - retriable,
+            },
+            "failed_events": [
+                {
+                    "index": r.index if r.index is not None else -1,
+                    "reason": r.reason,
+                    "retriable": r.retriable,
+                }
+                for r in self.rejected
+            ],
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# RFC 8785 canonical JSON
+
+
+def _utf16_key(s: str) -> bytes:
+    return s.encode("utf-16-be", "surrogatepass")
+
+
+def es_number(value: float | int) -> str:
+    """ECMAScript ``Number.prototype.toString`` of the double nearest ``value``.
+
+    RFC 8785 section 3.2.2.3; integers within 2**53 are printed exactly.
+    """
+    if isinstance(value, int) and -(2**53) <= value <= 2**53:
+        return str(value)
+    v = float(value)  # OverflowError for integers beyond the double range
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError("NaN and Infinity are not JSON numbers")
+    if v == 0:
+        return "0"
+    sign = "-" if v < 0 else ""
+    text = repr(abs(v))  # shortest round-trip digits, as ECMAScript picks them
+    mantissa, _, exp = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = whole + frac
+    n = len(whole) + (int(exp) if exp else 0)  # value = 0.<digits> * 10**n
+    stripped = digits.lstrip("0")
+    n -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        out = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        out = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        out = "0." + "0" * -n + digits
+    else:
+        e = n - 1
+        exp_text = f"e{'+' if e >= 0 else '-'}{abs(e)}"
+        out = (digits if k == 1 else digits[0] + "." + digits[1:]) + exp_text
+    return sign + out
+
+
+def _canon(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(encode_basestring(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int | float):
+        out.append(es_number(value))
+    elif isinstance(value, dict):
+        out.append("{")
+        first = True
+        for key in sorted(value, key=_utf16_key):
+            if not first:
+                out.append(",")
+            first = False
+            out.append(encode_basestring(key))
+            out.append(":")
+            _canon(value[key], out)
+        out.append("}")
+    elif isinstance(value, list | tuple):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _canon(item, out)
+        out.append("]")
+    else:
+        raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def canonical_json(value: Any) -> bytes:
+    """RFC 8785 canonical JSON (UTF-8) of a decoded JSON value; limits in the module doc."""
+    out: list[str] = []
+    _canon(value, out)
+    return "".join(out).encode("utf-8")
+
+
+def event_id(event: Any) -> str:
+    """SHA-256 (hex) of the RFC 8785 canonical JSON of the event."""
+    return hashlib.sha256(canonical_json(event)).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# times
+
+_DT = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?\n?",
+    re.ASCII,
+)
+_NAIVE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?", re.ASCII)
+
+
+def parse_event_time(text: str) -> datetime | None:
+    """An RFC 3339 date-time (as the schema accepts it) as an aware datetime, else None."""
+    m = _DT.fullmatch(text)
+    if m is None or (m.group(8) is None and m.group(9) is None):
+        return None
+    y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+    micro = int((m.group(7) or "0")[:6].ljust(6, "0"))
+    if m.group(8):
+        tz = UTC
+    else:
+        offset = timedelta(hours=int(m.group(10)), minutes=int(m.group(11)))
+        tz = timezone(-offset if m.group(9) == "-" else offset)
+    try:
+        return datetime(y, mo, d, h, mi, s, micro, tzinfo=tz)
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the body
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _chunks(body: bytes) -> Iterator[bytes]:
+    view = memoryview(body)
+    for start in range(0, len(view), _CHUNK):
+        yield bytes(view[start : start + _CHUNK])
+
+
+def _inflate(body: bytes, wbits: int, max_bytes: int, *, members: bool) -> bytes:
+    """Streamed inflate that never produces more than ``max_bytes + 1`` bytes."""
+    out = bytearray()
+    d = zlib.decompressobj(wbits)
+    for chunk in _chunks(body):
+        data = chunk
+        while data:
+            try:
+                piece = d.decompress(data, max_bytes + 1 - len(out))
+            except zlib.error as exc:
+                raise _Unreadable(f"corrupt compressed body: {exc}") from None
+            out += piece
+            if len(out) > max_bytes:
+                raise _TooLarge(len(out))
+            if d.eof:
+                rest = d.unused_data
+                if rest.strip(b"\0\r\n\t ") and members:  # another gzip member
+                    d = zlib.decompressobj(wbits)
+                    data = rest
+                    continue
+                if rest.strip(b"\0\r\n\t "):
+                    raise _Unreadable("data after the end of the compressed stream")
+                data = b""
+            else:
+                data = d.unconsumed_tail
+    if not d.eof:
+        raise _Unreadable("truncated compressed body")
+    return bytes(out)
+
+
+def _decode_body(body: bytes, content_encoding: str | None, max_bytes: int) -> bytes:
+    encodings = [e.strip().lower() for e in (content_encoding or "").split(",") if e.strip()]
+    encodings = [e for e in encodings if e != "identity"]
+    if not encodings:
+        if len(body) > max_bytes:
+            raise _TooLarge(len(body))
+        return body
+    if len(encodings) > 1:
+        raise _Unreadable(f"unsupported Content-Encoding {content_encoding!r}")
+    if encodings[0] in ("gzip", "x-gzip"):
+        return _inflate(body, 16 + zlib.MAX_WBITS, max_bytes, members=True)
+    if encodings[0] == "deflate":  # RFC 9110: zlib-wrapped; tolerate raw deflate too
+        wbits = zlib.MAX_WBITS if body[:1] and (body[0] & 0x0F) == 8 else -zlib.MAX_WBITS
+        return _inflate(body, wbits, max_bytes, members=False)
+    raise _Unreadable(f"unsupported Content-Encoding {content_encoding!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# one event
+
+_PRIORITY: tuple[Reason, ...] = ("unknown_event_type", "bad_run_id", "missing_timezone")
+_CANONICAL_UUID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+def _reason_of(v: Violation, event: Any) -> Reason:
+    p = v.path
+    if p == ("eventType",) and v.keyword == "enum":
+        return "unknown_event_type"
+    if p == ("run", "runId"):
+        return "bad_run_id"
+    if p == ("eventTime",) and v.keyword == "format":
+        value = event.get("eventTime") if isinstance(event, dict) else None
+        if isinstance(value, str) and _NAIVE.fullmatch(value.strip()):
+            return "missing_timezone"
+    return "schema_violation"
+
+
+def _summary(violations: list[Violation]) -> str:
+    text = "; ".join(str(v) for v in violations[:5])
+    if len(violations) > 5:
+        text += f"; and {len(violations) - 5} more"
+    return text
+
+
+def _drop_large_facets(
+    event: dict[str, Any], index: int, limit: int
+) -> tuple[dict[str, Any], list[Finding]]:
+    """A copy of the event less the facets whose compact JSON exceeds ``limit`` bytes."""
+    findings: list[Finding] = []
+
+    def prune(holder: Any, key: str, path: tuple[str | int, ...]) -> Any:
+        facets = holder.get(key) if isinstance(holder, dict) else None
+        if not isinstance(facets, dict):
+            return holder
+        kept = {}
+        for name, facet in facets.items():
+            size = len(orjson.dumps(facet))
+            if size > limit:
+                where = format_path((*path, key, name))
+                findings.append(
+                    Finding(
+                        index,
+                        "facet_too_large",
+                        where,
+                        f"{where}: facet of {size} bytes dropped (limit {limit})",
+                    )
+                )
+            else:
+                kept[name] = facet
+        if len(kept) == len(facets):
+            return holder
+        return {**holder, key: kept}
+
+    out = dict(event)
+    for top in ("run", "job", "dataset"):
+        if top in out:
+            out[top] = prune(out[top], "facets", (top,))
+    for side in ("inputs", "outputs"):
+        datasets = out.get(side)
+        if isinstance(datasets, list):
+            new = []
+            for i, ds in enumerate(datasets):
+                ds = prune(ds, "facets", (side, i))
+                ds = prune(ds, "inputFacets" if side == "inputs" else "outputFacets", (side, i))
+                new.append(ds)
+            out[side] = new
+    return (out if findings else event), findings
+
+
+def _check_one(
+    event: Any,
+    index: int,
+    *,
+    now: datetime,
+    max_datasets: int,
+    max_facet_bytes: int,
+) -> Accepted | Rejected:
+    try:
+        raw = orjson.dumps(event)
+    except orjson.JSONEncodeError:  # orjson writes at most 254 levels; it reads 1024
+        return Rejected(index, "too_large", f"nested more than {_MAX_DEPTH} levels deep")
+    eid = event_id(event)
+
+    def reject(reason: Reason, message: str, path: str = "") -> Rejected:
+        return Rejected(index, reason, message, path, raw, event_id=eid)
+
+    findings: list[Finding] = []
+    if isinstance(event, dict):
+        n = sum(len(event[s]) for s in ("inputs", "outputs") if isinstance(event.get(s), list))
+        if n > max_datasets:
+            return reject(
+                "too_many_datasets", f"{n} inputs+outputs, more than {max_datasets}", "inputs"
+            )
+        event, findings = _drop_large_facets(event, index, max_facet_bytes)
+    kind, violations = check_event(event)
+    if violations:
+        reasons = [_reason_of(v, event) for v in violations]
+        reason: Reason = next((r for r in _PRIORITY if r in reasons), "schema_violation")
+        first = violations[reasons.index(reason)]
+        return reject(reason, _summary(violations), first.location)
+    if kind == "RunEvent" and not _CANONICAL_UUID.fullmatch(event["run"]["runId"]):
+        return reject(
+            "bad_run_id",
+            f"run.runId: {event['run']['runId']!r} is not a canonical UUID",
+            "run.runId",
+        )
+    when = parse_event_time(event["eventTime"])
+    if when is None:  # unreachable: the schema checked the format
+        return reject("schema_violation", "eventTime: not a date-time", "eventTime")
+    if when - now > FUTURE_TOLERANCE:
+        return reject(
+            "future_event_time",
+            f"eventTime: {event['eventTime']} is more than 24 h after {now.isoformat()}",
+            "eventTime",
+        )
+    return Accepted(index, eid, kind, when, event, tuple(findings))
+
+
+def parse_events(
+    body: bytes,
+    *,
+    content_encoding: str | None,
+    now: datetime,
+    max_bytes: int = MAX_BYTES,
+    max_events: int = MAX_EVENTS,
+    max_datasets: int = MAX_DATASETS,
+    max_facet_bytes: int = MAX_FACET_BYTES,
+) -> ParsedBatch:
+    """Decode one POST body into accepted and rejected events; see the module docstring."""
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+
+    def refuse(reason: Reason, message: str, read: int) -> ParsedBatch:
+        rejected = Rejected(None, reason, message, "", bytes(body[:RAW_KEEP]))
+        return ParsedBatch((), (rejected,), 0, read, False)
+
+    try:
+        data = _decode_body(body, content_encoding, max_bytes)
+    except _TooLarge as exc:
+        return refuse("too_large", f"body over {max_bytes} bytes (decompressed)", exc.args[0])
+    except _Unreadable as exc:
+        return refuse("invalid_json", str(exc), 0)
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return refuse("invalid_json", f"not JSON: {exc}", len(data))
+    is_batch = isinstance(doc, list)
+    events = doc if is_batch else [doc]
+    if len(events) > max_events:
+        return refuse("too_large", f"{len(events)} events, more than {max_events}", len(data))
+    accepted: list[Accepted] = []
+    rejected: list[Rejected] = []
+    seen: set[str] = set()
+    for i, event in enumerate(events):
+        result = _check_one(
+            event, i, now=now, max_datasets=max_datasets, max_facet_bytes=max_facet_bytes
+        )
+        if isinstance(result, Rejected):
+            rejected.append(result)
+            continue
+        if result.event_id in seen:
+            result = Accepted(
+                result.index,
+                result.event_id,
+                result.kind,
+                result.event_time,
+                result.event,
+                result.findings,
+                duplicate=True,
+            )
+        seen.add(result.event_id)
+        accepted.append(result)
+    findings = tuple(f for a in accepted for f in a.findings)
+    return ParsedBatch(tuple(accepted), tuple(rejected), len(events), len(data), is_batch, findings)

@@ -1,0 +1,495 @@
+"""collectors.lineage.events: body decoding, the bad-input rules, event ids (RFC 8785)."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import random
+import struct
+import tracemalloc
+import zlib
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collectors.lineage.events import (
+    MAX_BYTES,
+    REASONS,
+    ParsedBatch,
+    canonical_json,
+    es_number,
+    event_id,
+    parse_event_time,
+    parse_events,
+)
+
+NOW = datetime(2025, 7, 1, 12, 0, tzinfo=UTC)
+OL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
+P = "https://github.com/acme/trainer/tree/3f2a9c1"
+RUN_ID = "0197c1a2-7b3e-7c11-9a2e-5d1f0b9e4a10"
+
+
+def fac(**fields: Any) -> dict[str, Any]:
+    return {"_producer": P, "_schemaURL": "https://annex.dev/spec/facets/1-0-0/X.json", **fields}
+
+
+def run_event(**extra: Any) -> dict[str, Any]:
+    event = {
+        "eventType": "COMPLETE",
+        "eventTime": "2025-06-30T18:00:00Z",
+        "producer": P,
+        "schemaURL": OL + "RunEvent",
+        "run": {
+            "runId": RUN_ID,
+            "facets": {"annex_trainingRun": fac(stage="PRETRAINING", modelName="acme-7b")},
+        },
+        "job": {"namespace": "cluster-eu1", "name": "llm7b.pretrain"},
+        "inputs": [
+            {
+                "namespace": "hf://datasets",
+                "name": "allenai/c4",
+                "facets": {
+                    "annex_source": fac(sourceCategory="PUBLIC_DATASET", publiclyAvailable=True)
+                },
+            }
+        ],
+        "outputs": [
+            {
+                "namespace": "s3://ckpt",
+                "name": "acme-7b/step-1",
+                "facets": {"datasetType": fac(datasetType="MODEL")},
+            }
+        ],
+    }
+    event.update(extra)
+    return event
+
+
+def parse(obj: Any, **kw: Any) -> ParsedBatch:
+    kw.setdefault("content_encoding", None)
+    kw.setdefault("now", NOW)
+    return parse_events(json.dumps(obj).encode(), **kw)
+
+
+def only_rejection(batch: ParsedBatch):
+    assert not batch.accepted, batch.accepted
+    assert len(batch.rejected) == 1, batch.rejected
+    rejected = batch.rejected[0]
+    assert rejected.reason in REASONS
+    return rejected
+
+
+# ------------------------------------------------------------------------------------------
+# accepted events
+
+
+def test_single_event_accepted_with_id_kind_and_time() -> None:
+    event = run_event()
+    batch = parse(event)
+    assert batch.ok and not batch.batch and batch.received == 1
+    (a,) = batch.accepted
+    assert a.kind == "RunEvent" and a.event == event and a.index == 0
+    assert a.event_id == event_id(event) and len(a.event_id) == 64
+    assert a.event_time == datetime(2025, 6, 30, 18, tzinfo=UTC)
+    assert batch.response()["status"] == "success"
+
+
+def test_job_and_dataset_events_and_missing_event_type() -> None:
+    job = {
+        "eventTime": "2025-06-30T18:00:00+02:00",
+        "producer": P,
+        "schemaURL": OL + "JobEvent",
+        "job": {"namespace": "n", "name": "j"},
+    }
+    ds = {
+        "eventTime": "2025-06-30T18:00:00Z",
+        "producer": P,
+        "schemaURL": OL + "DatasetEvent",
+        "dataset": {"namespace": "n", "name": "d"},
+    }
+    no_type = run_event()
+    del no_type["eventType"]  # valid: only updates metadata
+    batch = parse([job, ds, no_type])
+    assert batch.batch and [a.kind for a in batch.accepted] == [
+        "JobEvent",
+        "DatasetEvent",
+        "RunEvent",
+    ]
+    assert batch.accepted[0].event_time.utcoffset() == timedelta(hours=2)
+
+
+def test_gzip_body_accepted() -> None:
+    body = gzip.compress(json.dumps([run_event(), run_event(eventType="START")]).encode())
+    batch = parse_events(body, content_encoding="gzip", now=NOW)
+    assert len(batch.accepted) == 2 and batch.ok
+    deflated = zlib.compress(json.dumps(run_event()).encode())
+    assert parse_events(deflated, content_encoding="deflate", now=NOW).ok
+
+
+# ------------------------------------------------------------------------------------------
+# duplicates: one id whatever the key order or whitespace
+
+
+def _shuffled(value: Any, rng: random.Random) -> Any:
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return {k: _shuffled(v, rng) for k, v in items}
+    if isinstance(value, list):
+        return [_shuffled(v, rng) for v in value]
+    return value
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**32), st.sampled_from([None, 0, 2, "\t"]), st.booleans())
+def test_duplicates_share_the_event_id(seed: int, indent: Any, gz: bool) -> None:
+    event = run_event()
+    body = json.dumps(_shuffled(event, random.Random(seed)), indent=indent).encode()
+    body = body.replace(b'"name"', b'  "name"  ') if indent is not None else body
+    body = gzip.compress(body) if gz else body
+    batch = parse_events(body, content_encoding="gzip" if gz else None, now=NOW)
+    assert batch.accepted[0].event_id == event_id(event)
+
+
+def test_duplicate_inside_a_batch_is_flagged() -> None:
+    event = run_event()
+    batch = parse([event, copy.deepcopy(event), run_event(eventType="START")])
+    assert [a.duplicate for a in batch.accepted] == [False, True, False]
+    assert batch.accepted[0].event_id == batch.accepted[1].event_id
+
+
+def test_equal_numbers_share_the_canonical_form() -> None:
+    a = orjson.loads(b'{"x": [1.0, 1e2, 0.50, -0.0, -0, 2e0]}')
+    b = orjson.loads(b'{"x": [1, 100, 0.5, 0, 0, 2]}')
+    assert canonical_json(a) == canonical_json(b) == b'{"x":[1,100,0.5,0,0,2]}'
+
+
+# ------------------------------------------------------------------------------------------
+# RFC 8785
+
+# RFC 8785 appendix B: IEEE-754 bit patterns and their canonical text
+NUMBER_VECTORS = {
+    "0000000000000000": "0",
+    "8000000000000000": "0",
+    "0000000000000001": "5e-324",
+    "8000000000000001": "-5e-324",
+    "7fefffffffffffff": "1.7976931348623157e+308",
+    "ffefffffffffffff": "-1.7976931348623157e+308",
+    "4340000000000000": "9007199254740992",
+    "c340000000000000": "-9007199254740992",
+    "4430000000000000": "295147905179352830000",
+    "44b52d02c7e14af5": "9.999999999999997e+22",
+    "44b52d02c7e14af6": "1e+23",
+    "44b52d02c7e14af7": "1.0000000000000001e+23",
+    "444b1ae4d6e2ef4e": "999999999999999700000",
+    "444b1ae4d6e2ef4f": "999999999999999900000",
+    "444b1ae4d6e2ef50": "1e+21",
+    "3eb0c6f7a0b5ed8c": "9.999999999999997e-7",
+    "3eb0c6f7a0b5ed8d": "0.000001",
+    "41b3de4355555553": "333333333.3333332",
+    "41b3de4355555554": "333333333.33333325",
+    "41b3de4355555555": "333333333.3333333",
+    "41b3de4355555556": "333333333.3333334",
+    "41b3de4355555557": "333333333.33333343",
+    "becbf647612f3696": "-0.0000033333333333333333",
+    "43143ff3c1cb0959": "1424953923781206.2",
+}
+
+
+@pytest.mark.parametrize(("bits", "text"), NUMBER_VECTORS.items())
+def test_rfc8785_number_vectors(bits: str, text: str) -> None:
+    assert es_number(struct.unpack(">d", bytes.fromhex(bits))[0]) == text
+
+
+def test_integers_are_doubles() -> None:
+    assert es_number(2**53 + 1) == "9007199254740992"
+    assert es_number(10**21) == "1e+21"
+    assert es_number(-(10**20)) == "-100000000000000000000"
+    assert es_number(1e-7) == "1e-7" and es_number(123.0) == "123" and es_number(0.1) == "0.1"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_es_number_round_trips(x: float) -> None:
+    text = es_number(x)
+    assert float(text) == x
+    assert "e" not in text or (abs(x) >= 1e21 or abs(x) < 1e-6)
+
+
+def test_rfc8785_sample() -> None:
+    # RFC 8785 section 3.2.2 (numbers, string escapes, literals)
+    source = (
+        b'{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],'
+        b' "string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/",'
+        b' "literals": [null, true, false]}'
+    )
+    expected = (
+        '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],'
+        '"string":"\u20ac$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
+    ).encode()
+    assert canonical_json(json.loads(source)) == expected
+
+
+def test_rfc8785_key_order_is_utf16() -> None:
+    # RFC 8785 section 3.2.3
+    keys = ["\u20ac", "\r", "\ufb33", "1", "\U0001f600", "\u0080", "\u00f6"]
+    doc = {k: i for i, k in enumerate(keys)}
+    text = canonical_json(doc).decode()
+    order = [json.loads("{" + part + "}") for part in text[1:-1].split(",")]
+    assert [next(iter(o)) for o in order] == [
+        "\r",
+        "1",
+        "\u0080",
+        "\u00f6",
+        "\u20ac",
+        "\U0001f600",
+        "\ufb33",
+    ]
+
+
+# ------------------------------------------------------------------------------------------
+# body rules
+
+
+def _bomb(decompressed: int) -> bytes:
+    c = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = b"\0" * (1 << 20)
+    parts = [c.compress(b'["')]
+    for _ in range(decompressed >> 20):
+        parts.append(c.compress(chunk))
+    parts.append(c.compress(b'"]') + c.flush())
+    return b"".join(parts)
+
+
+def test_small_gzip_bomb_refused() -> None:
+    body = _bomb(6 << 20)  # 6 MiB of zeros
+    assert len(body) < 10_000
+    batch = parse_events(body, content_encoding="gzip", now=NOW)
+    rejected = only_rejection(batch)
+    assert rejected.reason == "too_large" and rejected.index is None
+    assert batch.body_bytes == MAX_BYTES + 1
+
+
+def test_large_gzip_bomb_is_not_inflated() -> None:
+    body = _bomb(256 << 20)  # 256 MiB of zeros in about 250 KB
+    tracemalloc.start()
+    try:
+        batch = parse_events(body, content_encoding="gzip", now=NOW)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert only_rejection(batch).reason == "too_large"
+    assert batch.body_bytes <= MAX_BYTES + 1
+    assert peak < 3 * MAX_BYTES  # never near the 256 MiB
+
+
+def test_plain_body_too_large_and_too_many_events() -> None:
+    assert (
+        only_rejection(parse_events(b" " * (MAX_BYTES + 1), content_encoding=None, now=NOW)).reason
+        == "too_large"
+    )
+    rejected = only_rejection(parse([run_event()] * 3, max_events=2))
+    assert rejected.reason == "too_large" and "3 events" in rejected.message
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding"),
+    [
+        (b"{", None),
+        (b"", None),
+        (b'{"a": NaN}', None),
+        (b"[" * 2000 + b"]" * 2000, None),
+        (b'"\\ud800"', None),
+        (b"\xff\xfe", None),
+        (b"[1e400]", None),
+        (gzip.compress(b"{}")[:-6], "gzip"),  # truncated
+        (b"not gzip at all", "gzip"),
+        (b"{}", "br"),
+        (gzip.compress(b"{}") + b"garbage", "gzip"),
+    ],
+)
+def test_invalid_json(body: bytes, encoding: str | None) -> None:
+    rejected = only_rejection(parse_events(body, content_encoding=encoding, now=NOW))
+    assert rejected.reason == "invalid_json" and rejected.index is None
+    assert rejected.raw == body[: 64 * 1024]
+
+
+# ------------------------------------------------------------------------------------------
+# event rules
+
+
+def test_unknown_event_type() -> None:
+    rejected = only_rejection(parse(run_event(eventType="BOGUS")))
+    assert (rejected.reason, rejected.path, rejected.index) == (
+        "unknown_event_type",
+        "eventType",
+        0,
+    )
+    assert "BOGUS" in rejected.message
+
+
+@pytest.mark.parametrize(
+    "run_id",
+    [
+        "not-a-uuid",
+        RUN_ID[:-1],
+        12,
+        None,
+        "{" + RUN_ID + "}",
+        "urn:uuid:" + RUN_ID,
+        "+" + RUN_ID[1:],
+        RUN_ID.replace("-", ""),
+    ],
+)
+def test_bad_run_id(run_id: Any) -> None:
+    event = run_event()
+    event["run"]["runId"] = run_id
+    rejected = only_rejection(parse(event))
+    assert (rejected.reason, rejected.path) == ("bad_run_id", "run.runId")
+
+
+def test_missing_run_id() -> None:
+    event = run_event()
+    del event["run"]["runId"]
+    assert only_rejection(parse(event)).reason == "bad_run_id"
+
+
+def test_upper_case_run_id_accepted() -> None:
+    event = run_event()
+    event["run"]["runId"] = RUN_ID.upper()
+    assert parse(event).ok
+
+
+@pytest.mark.parametrize(
+    "when", ["2025-06-30T18:00:00", "2025-06-30T18:00:00.123", "2025-06-30 18:00:00"]
+)
+def test_missing_timezone(when: str) -> None:
+    rejected = only_rejection(parse(run_event(eventTime=when)))
+    assert (rejected.reason, rejected.path) == ("missing_timezone", "eventTime")
+
+
+def test_bad_time_is_a_schema_violation() -> None:
+    assert only_rejection(parse(run_event(eventTime="yesterday"))).reason == "schema_violation"
+    assert only_rejection(parse(run_event(eventTime="2025-02-29T00:00:00Z"))).reason == (
+        "schema_violation"
+    )
+
+
+def test_future_event_time() -> None:
+    soon = (NOW + timedelta(hours=23)).isoformat()
+    late = (NOW + timedelta(hours=24, seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert parse(run_event(eventTime=soon)).ok
+    rejected = only_rejection(parse(run_event(eventTime=late)))
+    assert (rejected.reason, rejected.path) == ("future_event_time", "eventTime")
+    offset = (NOW + timedelta(hours=25)).astimezone(timezone(timedelta(hours=5))).isoformat()
+    assert only_rejection(parse(run_event(eventTime=offset))).reason == "future_event_time"
+
+
+def test_naive_now_refused() -> None:
+    with pytest.raises(ValueError):
+        parse(run_event(), now=datetime(2025, 7, 1))
+
+
+def test_too_many_datasets() -> None:
+    inputs = [{"namespace": "s3://b", "name": f"k{i}"} for i in range(600)]
+    outputs = [{"namespace": "s3://o", "name": f"k{i}"} for i in range(401)]
+    rejected = only_rejection(parse(run_event(inputs=inputs, outputs=outputs)))
+    assert rejected.reason == "too_many_datasets" and "1001" in rejected.message
+    assert parse(run_event(inputs=inputs, outputs=outputs[:400])).ok
+
+
+def test_facet_too_large_is_dropped_and_the_event_kept() -> None:
+    event = run_event()
+    event["inputs"][0]["facets"]["big"] = fac(blob="x" * (256 * 1024))
+    batch = parse(event)
+    (a,) = batch.accepted
+    assert "big" not in a.event["inputs"][0]["facets"]
+    assert "annex_source" in a.event["inputs"][0]["facets"]
+    assert "big" in event["inputs"][0]["facets"]  # the input is not mutated
+    assert a.event_id == event_id(event)  # the id is of the event as received
+    (finding,) = a.findings
+    assert (finding.code, finding.path) == ("facet_too_large", "inputs[0].facets.big")
+    assert batch.findings == a.findings
+
+
+def test_annex_facet_violation_names_the_field() -> None:
+    event = run_event()
+    event["inputs"][0]["facets"]["annex_source"]["sourceCategory"] = "STOLEN"
+    rejected = only_rejection(parse(event))
+    assert rejected.reason == "schema_violation"
+    assert rejected.path == "inputs[0].facets.annex_source.sourceCategory"
+    event = run_event()
+    event["inputs"][0]["facets"]["annex_sorce"] = fac()
+    assert only_rejection(parse(event)).path == "inputs[0].facets.annex_sorce"
+
+
+def test_unknown_facets_kept() -> None:
+    event = run_event()
+    event["job"]["facets"] = {"acme_custom": fac(anything={"goes": [1, 2]})}
+    (a,) = parse(event).accepted
+    assert a.event["job"]["facets"]["acme_custom"]["anything"] == {"goes": [1, 2]}
+
+
+def test_batch_with_mixed_outcomes_and_response() -> None:
+    batch = parse([run_event(), run_event(eventType="NOPE"), 7, run_event(eventType="START")])
+    assert [a.index for a in batch.accepted] == [0, 3]
+    assert [(r.index, r.reason) for r in batch.rejected] == [
+        (1, "unknown_event_type"),
+        (2, "schema_violation"),
+    ]
+    assert json.loads(batch.rejected[0].raw)["eventType"] == "NOPE"
+    assert batch.response() == {
+        "status": "partial_success",
+        "summary": {
+            "received": 4,
+            "successful": 2,
+            "failed": 2,
+            "retriable": 0,
+            "non_retriable": 2,
+        },
+        "failed_events": [
+            {"index": 1, "reason": "unknown_event_type", "retriable": False},
+            {"index": 2, "reason": "schema_violation", "retriable": False},
+        ],
+    }
+
+
+def test_parse_event_time() -> None:
+    assert parse_event_time("2025-06-30t18:00:00.1234567z") == datetime(
+        2025, 6, 30, 18, 0, 0, 123456, tzinfo=UTC
+    )
+    assert parse_event_time("2025-06-30T18:00:00-01:30").utcoffset() == timedelta(
+        hours=-1, minutes=-30
+    )
+    assert parse_event_time("2025-06-30T18:00:00") is None
+    # rfc3339-validator anchors with "$", so jsonschema lets a trailing newline through
+    assert parse_event_time("2025-06-30T18:00:00Z\n") == datetime(2025, 6, 30, 18, tzinfo=UTC)
+
+
+def test_deep_nesting_is_too_large_not_a_crash() -> None:
+    deep: Any = "x"
+    for _ in range(600):
+        deep = {"a": deep}
+    event = run_event()
+    event["job"]["facets"] = {"acme_deep": fac(deep=deep)}
+    rejected = only_rejection(parse(event))
+    assert (rejected.reason, rejected.index) == ("too_large", 0)
+
+
+def test_rejected_events_carry_their_id() -> None:
+    event = run_event(eventType="BOGUS")
+    assert only_rejection(parse(event)).event_id == event_id(event)
+
+
+def test_concatenated_gzip_members() -> None:
+    text = json.dumps([run_event()]).encode()
+    body = gzip.compress(text[:10]) + gzip.compress(text[10:])
+    assert parse_events(body, content_encoding="gzip", now=NOW).ok
+    raw = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = raw.compress(text) + raw.flush()
+    assert parse_events(body, content_encoding="deflate", now=NOW).ok
