@@ -147,15 +147,50 @@ def build_parser() -> argparse.ArgumentParser:
     attestations.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     attestations.set_defaults(run=cmd_collect_attestations)
 
+    lineage = sources.add_parser(
+        "lineage",
+        help="load the OpenLineage events waiting in the spool (and JSON-lines files)",
+        description=(
+            "Load every OpenLineage event waiting in lineage.spool_dir/incoming (from annex "
+            "serve, already validated) and lineage.watch_dirs (*.jsonl), plus the files named "
+            "with --file (validated here; rejected lines land in audit.rejected), into the "
+            "warehouse as one collection; archive the spool and watched files to "
+            "lineage.spool_dir/archive/<day>/; rebuild runs, datasets, facets and closures."
+        ),
+    )
+    lineage.add_argument(
+        "--file",
+        dest="files",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH",
+        help="a JSON-lines file of OpenLineage events (.jsonl or .jsonl.gz; repeatable); "
+        "read, never moved",
+    )
+    lineage.add_argument(
+        "--max-files",
+        type=_positive_int,
+        metavar="N",
+        help="read at most N spool/watched files (the rest wait for the next collection)",
+    )
+    lineage.add_argument(
+        "--no-refresh", action="store_true", help="skip rebuilding the lineage models"
+    )
+    lineage.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    lineage.set_defaults(run=cmd_collect_lineage)
+
     serve = commands.add_parser(
         "serve",
-        help="serve the evidence intake (attestation nonces and submissions) until stopped",
+        help="serve the evidence intake (attestations, OpenLineage events) until stopped",
         description=(
-            "Serve the intake that attestation agents push to: POST /api/v1/attestations/nonce "
-            "and POST /api/v1/attestations, bearer token from the variable serve.token_env "
-            "names, HTTPS when serve.tls_cert_file/tls_key_file are set. Submissions are "
-            "written to attestation.spool_dir/incoming; `annex collect attestations` verifies "
-            "them. Runs until Ctrl-C or SIGTERM."
+            "Serve the intake that attestation agents and OpenLineage producers push to: "
+            "POST /api/v1/attestations/nonce, POST /api/v1/attestations, POST /api/v1/lineage "
+            "and POST /api/v1/lineage/batch (gzip accepted), bearer token from the variable "
+            "serve.token_env names, HTTPS when serve.tls_cert_file/tls_key_file are set. "
+            "Submissions are written to attestation.spool_dir/incoming and events to "
+            "lineage.spool_dir/incoming; `annex collect attestations` and `annex collect "
+            "lineage` load them. Runs until Ctrl-C or SIGTERM."
         ),
     )
     serve.add_argument("--host", help="address to listen on (default: serve.host)")
@@ -546,18 +581,79 @@ def cmd_collect_attestations(args: argparse.Namespace, settings: Settings) -> in
     return 0
 
 
+def cmd_collect_lineage(args: argparse.Namespace, settings: Settings) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from annex.lineage import collect_lineage_evidence, pending_lineage
+
+    pending = pending_lineage(settings)
+    if args.max_files is not None:
+        pending = min(pending, args.max_files)
+    console = Console(file=sys.stderr)
+    with Progress(
+        TextColumn("[bold]{task.description:<16}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[events]} events"),
+        console=console,
+        disable=args.quiet,
+    ) as progress:
+        task = progress.add_task("lineage files", total=pending + len(args.files), events=0)
+
+        def on_progress(stats) -> None:
+            progress.update(task, completed=stats.files_read, events=stats.events)
+
+        def on_wait(message: str) -> None:
+            console.print(f"[yellow]{message}[/yellow]")
+
+        outcome = collect_lineage_evidence(
+            settings,
+            files=args.files,
+            on_progress=on_progress,
+            on_wait=on_wait,
+            max_files=args.max_files,
+            refresh=not args.no_refresh,
+        )
+    stats, archive = outcome.stats, outcome.archive
+    for path, why in archive.failed:
+        print(
+            f"annex: warning: {path} was not archived ({why}); it is read again next time",
+            file=sys.stderr,
+        )
+    if args.quiet:
+        return 0
+    _report(outcome.result, "lineage", settings)
+    reasons = ", ".join(f"{r} {n:,}" for r, n in stats.reasons.most_common(8))
+    print(
+        f"{stats.files_read:,} files: {stats.events:,} events "
+        f"({stats.repeated:,} repeated left out), {stats.rejected:,} rejected"
+        f"{' (' + reasons + ')' if reasons else ''}; {archive.archived:,} archived to "
+        f"{settings.lineage.spool_dir / 'archive'}, {len(stats.kept):,} left in place",
+        file=sys.stderr,
+    )
+    if outcome.refresh is not None:
+        counts = ", ".join(f"{n:,} {k}" for k, n in outcome.refresh.items())
+        print(f"lineage models refreshed ({counts})", file=sys.stderr)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from annex.attestation import attestation_routes
+    from annex.lineage import lineage_routes
     from annex.serve import IntakeServer
 
     if not args.quiet:
         logging.getLogger("annex.serve").setLevel(logging.INFO)
-    server = IntakeServer(settings, attestation_routes(settings), host=args.host, port=args.port)
-    routes = "\n".join(f"  {route}" for route in server.describe_routes())
+    routes = [*attestation_routes(settings), *lineage_routes(settings)]
+    server = IntakeServer(settings, routes, host=args.host, port=args.port)
+    listing = "\n".join(f"  {route}" for route in server.describe_routes())
     print(
-        f"annex intake serving {server.url}\n{routes}\n"
+        f"annex intake serving {server.url}\n{listing}\n"
         f"submissions are spooled to {settings.attestation.spool_dir / 'incoming'}; "
-        "verify them with `annex collect attestations`\nCtrl-C to stop.",
+        "verify them with `annex collect attestations`\n"
+        f"OpenLineage events are spooled to {settings.lineage.spool_dir / 'incoming'}; "
+        "load them with `annex collect lineage`\nCtrl-C to stop.",
         flush=True,
     )
     if server.tls is None:

@@ -245,6 +245,7 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
         if TOPOLOGY_PRESETS.get(name) != levels:
             lines += ["", f"[topology.profiles.{_toml(name)}]", f"levels = {_toml(levels)}"]
     lines += _attestation_lines(settings)
+    lines += _lineage_lines(settings)
     for cluster in clusters:
         lines += ["", "[[clusters]]", f"name = {_toml(cluster.name)}"]
         if cluster.kubeconfig is not None:
@@ -299,6 +300,20 @@ def _attestation_lines(settings: Settings) -> list[str]:
             continue
         lines.append(f"{key} = {_toml(value.absolute() if isinstance(value, Path) else value)}")
     return lines
+
+
+def _lineage_lines(settings: Settings) -> list[str]:
+    """The [lineage] section, paths absolute."""
+    lineage = settings.lineage
+    return [
+        "",
+        "[lineage]",
+        f"spool_dir = {_toml(lineage.spool_dir.absolute())}",
+        f"watch_dirs = {_toml([p.absolute() for p in lineage.watch_dirs])}",
+        f"max_body_bytes = {_toml(lineage.max_body_bytes)}",
+        f"max_events = {_toml(lineage.max_events)}",
+        f"intake_workers = {_toml(lineage.intake_workers)}",
+    ]
 
 
 def _toml(value: object) -> str:

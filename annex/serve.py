@@ -1,8 +1,8 @@
 """``annex serve``: the HTTP(S) intake that evidence producers push to.
 
-Sources register ``Route``s (attestations now: ``annex.attestation.attestation_routes``; the
-OpenLineage ``POST /api/v1/lineage`` later); ``IntakeServer`` does what every route needs, so
-no route can forget it:
+Sources register ``Route``s (``annex.attestation.attestation_routes``, the OpenLineage
+``annex.lineage.lineage_routes``); ``IntakeServer`` does what every route needs, so no route
+can forget it:
 
 * **TLS** when ``serve.tls_cert_file``/``tls_key_file`` are set (TLS 1.2 or newer). The
   handshake runs in the connection's thread, never in the accept loop, so a client that stalls
@@ -69,6 +69,9 @@ class Request:
     received_at: datetime
     """When the body had been read, UTC (aware)."""
     content_type: str | None = None
+    content_encoding: str | None = None
+    """The ``Content-Encoding`` header as sent (the body is passed still encoded: a handler
+    that accepts gzip inflates it under its own limit)."""
 
 
 @dataclass(frozen=True)
@@ -335,6 +338,7 @@ class _Handler(BaseHTTPRequestHandler):
             remote=str(self.client_address[0]),
             received_at=intake.clock(),
             content_type=self.headers.get("Content-Type"),
+            content_encoding=self.headers.get("Content-Encoding"),
         )
         try:
             return route.handler(request)
@@ -376,7 +380,8 @@ class _Handler(BaseHTTPRequestHandler):
                 f"the body of {length:,} bytes is larger than this endpoint's limit of "
                 f"{limit:,} bytes",
                 "send less per request; the limit is serve.max_body_bytes (and, for "
-                "attestations, attestation.max_submission_bytes)",
+                "attestations, attestation.max_submission_bytes; for OpenLineage events, "
+                "lineage.max_body_bytes)",
             )
         return length
 

@@ -274,8 +274,25 @@ class AttestationSettings:
 
 
 @dataclass(frozen=True)
+class LineageSettings:
+    """OpenLineage events: the intake's spool, watched folders of JSON-lines files, limits."""
+
+    spool_dir: Path = Path("lineage")
+    """The intake writes ``<spool_dir>/incoming/``; collections archive to ``archive/<day>/``."""
+    watch_dirs: tuple[Path, ...] = ()
+    """Extra folders of JSON-lines event files (``*.jsonl``) a producer writes to a volume."""
+    max_body_bytes: int = 5 << 20
+    """Largest request body after decompression (counted while inflating), and on the wire."""
+    max_events: int = 1000
+    """Most events in one ``/api/v1/lineage/batch`` request."""
+    intake_workers: int = 2
+    """Processes that validate the intake's requests (validation is CPU-bound Python: one
+    process uses one core); 0 validates in the request's thread."""
+
+
+@dataclass(frozen=True)
 class ServeSettings:
-    """``annex serve``: the HTTPS intake endpoints (attestations now, lineage later)."""
+    """``annex serve``: the HTTPS intake endpoints (attestations, OpenLineage events)."""
 
     host: str = "127.0.0.1"
     port: int = 8443
@@ -283,7 +300,9 @@ class ServeSettings:
     tls_key_file: Path | None = None
     token_env: str = "ANNEX_INTAKE_TOKEN"
     """Names the variable holding the bearer token clients must send (never the token)."""
-    max_body_bytes: int = 1 << 20
+    max_body_bytes: int = 5 << 20
+    """The server's cap on any request body; each endpoint may only lower it (attestations:
+    ``attestation.max_submission_bytes``, lineage: ``lineage.max_body_bytes``)."""
 
 
 @dataclass(frozen=True)
@@ -294,6 +313,7 @@ class Settings:
     gpubench: GpubenchSettings = field(default_factory=GpubenchSettings)
     clusters: tuple[ClusterSettings, ...] = ()
     attestation: AttestationSettings = field(default_factory=AttestationSettings)
+    lineage: LineageSettings = field(default_factory=LineageSettings)
     serve: ServeSettings = field(default_factory=ServeSettings)
     topology_profiles: Mapping[str, tuple[tuple[str, ...], ...]] = field(
         default_factory=lambda: dict(TOPOLOGY_PRESETS)
@@ -571,6 +591,7 @@ def _validate(
     if duplicates:
         raise ConfigError(f"clusters: name {duplicates[0]!r} is used twice (in {source})")
     attestation = _attestation(top.get("attestation", dict, {}), source, origin, base)
+    lineage = _lineage(top.get("lineage", dict, {}), source, origin, base)
     serve = _serve(top.get("serve", dict, {}), source, origin, base)
     top.finish()
 
@@ -581,6 +602,7 @@ def _validate(
         gpubench=gpubench,
         clusters=tuple(clusters),
         attestation=attestation,
+        lineage=lineage,
         serve=serve,
         topology_profiles=profiles,
         source=source,
@@ -681,7 +703,7 @@ def _cluster(
 
 
 # ---------------------------------------------------------------------------------------------
-# Attestation and serve
+# Attestation, lineage and serve
 #
 # Paths: files that configure trust (jwks_file, roots_file, TLS certificate and key) are read
 # relative to the configuration file's folder, like a cluster's kubeconfig, so a config folder
@@ -860,6 +882,24 @@ def _attestation_policy(
     return policy
 
 
+def _lineage(
+    table: Any, source: str, origin: Mapping[str, str], base: Path | None
+) -> LineageSettings:
+    reader = _Reader(table, "lineage", source, origin, base)
+    watch = reader.get("watch_dirs", list, None)
+    if watch is not None and not all(isinstance(item, str) and item.strip() for item in watch):
+        raise reader.error("lineage.watch_dirs", watch, "must be a list of non-empty paths")
+    settings = LineageSettings(
+        spool_dir=reader.path("spool_dir", LineageSettings.spool_dir) or LineageSettings.spool_dir,
+        watch_dirs=tuple(Path(item).expanduser() for item in watch or ()),
+        max_body_bytes=reader.number("max_body_bytes", int, 5 << 20, minimum=1024, maximum=1 << 30),
+        max_events=reader.number("max_events", int, 1000, minimum=1, maximum=100_000),
+        intake_workers=reader.number("intake_workers", int, 2, minimum=0, maximum=64),
+    )
+    reader.finish()
+    return settings
+
+
 def _serve(table: Any, source: str, origin: Mapping[str, str], base: Path | None) -> ServeSettings:
     reader = _Reader(table, "serve", source, origin, base)
     host = reader.get("host", str, "127.0.0.1")
@@ -871,7 +911,7 @@ def _serve(table: Any, source: str, origin: Mapping[str, str], base: Path | None
         tls_cert_file=_config_file(reader, "tls_cert_file"),
         tls_key_file=_config_file(reader, "tls_key_file"),
         token_env=_env_name(reader, "token_env", "ANNEX_INTAKE_TOKEN") or "",
-        max_body_bytes=reader.number("max_body_bytes", int, 1 << 20, minimum=1024, maximum=1 << 30),
+        max_body_bytes=reader.number("max_body_bytes", int, 5 << 20, minimum=1024, maximum=1 << 30),
     )
     reader.finish()
     if (settings.tls_cert_file is None) != (settings.tls_key_file is None):

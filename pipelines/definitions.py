@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from pipelines.defs import attestation, cluster_state, gpu_evidence
+from pipelines.defs import attestation, cluster_state, gpu_evidence, lineage
 from pipelines.defs.resources import build_resources
 
 
@@ -23,6 +23,7 @@ def build_defs(config_path: str | None = None) -> dg.Definitions:
         cluster_state.defs,
         gpu_evidence.defs,
         attestation.defs,
+        lineage.defs,
         dg.Definitions(resources=build_resources(config_path)),
     )
 

@@ -1,0 +1,385 @@
+"""The OpenLineage intake's two endpoints: validate each event, spool every outcome, answer.
+
+``POST /api/v1/lineage`` takes one event, ``POST /api/v1/lineage/batch`` a JSON array of
+events (OpenLineage.yml, spec 2-0-2); both accept ``Content-Encoding: gzip`` (openlineage-
+python's HTTP transport compresses). Each body goes through
+``collectors.lineage.events.parse_events`` under ``lineage.max_body_bytes`` (counted while
+inflating: a gzip bomb is refused after that many bytes, never inflated whole) and
+``lineage.max_events``. Answers (reference/openlineage.md §4):
+
+================================  ======================  ===================================
+case                              /lineage                /lineage/batch
+================================  ======================  ===================================
+event(s) accepted                 200 ``{event_id}``      200 ``status: success``
+an event breaks a rule            422 reason, field path  200 ``partial_success`` with
+                                                          ``failed_events[{index, reason}]``
+body not JSON, bad compression    400                     400
+body over the limit once          413                     413
+inflated, more than max_events
+spool not writable                503 + Retry-After       503 + Retry-After
+================================  ======================  ===================================
+
+Nothing that arrives is lost: the accepted events and the rejections of one request (the whole
+body's refusal included, with its first 64 KiB) are written as ONE JSON-lines file to
+``<spool_dir>/incoming/`` before the answer, atomically (hidden temporary file, fsync, rename,
+fsync of the folder), named ``<received_at compact>-<sha256(body)[:16]>.jsonl`` so a listing
+sorts by arrival. A second copy of an event within one request is not written again (same
+``event_id``: same content); across requests the warehouse keeps one row per ``event_id``.
+
+Each line is already shaped as a row of ``collectors.lineage.schema`` (``SPOOL_SCHEMA``): an
+event line carries the columns of ``LINEAGE_EVENTS`` (the event as JSON text in ``payload``)
+and a rejection line those of ``REJECTED`` (``raw`` as text, or ``raw_b64`` when the bytes are
+not UTF-8), so the collection reads the spool with Arrow's JSON reader and never validates an
+event twice.
+
+Validation is pure Python and holds the GIL, so ``LineageIntake`` runs it
+(``process_request``: decode, validate, hash, build the lines) in ``lineage.intake_workers``
+processes; the request's thread only writes the spool file. A body reaches a worker only after
+``IntakeServer`` has checked the token and the wire size.
+
+This module knows nothing of HTTP servers: the methods take bytes and return an
+``IntakeReply``; ``annex.lineage.lineage_routes`` wires them to routes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import weakref
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from annex.settings import LineageSettings
+from collectors.attestation.intake import compact_time, write_atomically
+from collectors.lineage.events import RAW_KEEP, Accepted, ParsedBatch, Rejected, parse_events
+from collectors.lineage.schema import TIMESTAMP
+
+log = logging.getLogger(__name__)
+
+LINEAGE_PATH = "/api/v1/lineage"
+BATCH_PATH = "/api/v1/lineage/batch"
+INCOMING = "incoming"
+ARCHIVE = "archive"
+SPOOL_SUFFIX = ".jsonl"
+BODY_STATUS = {"invalid_json": 400, "too_large": 413}
+"""HTTP status of a refused body (``Rejected.index`` None), by reason; an event's is 422."""
+
+SPOOL_SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),  # 'event' | 'rejected'
+        ("index", pa.int32()),  # position in the request (-1: the whole body)
+        ("received_at", TIMESTAMP),
+        # kind 'event': the LINEAGE_EVENTS columns (source_locator is the collection's)
+        ("event_id", pa.string()),
+        ("event_time", TIMESTAMP),
+        ("event_time_offset_minutes", pa.int16()),
+        ("event_kind", pa.string()),
+        ("event_type", pa.string()),
+        ("run_id", pa.string()),
+        ("job_namespace", pa.string()),
+        ("job_name", pa.string()),
+        ("producer", pa.string()),
+        ("schema_url", pa.string()),
+        ("payload", pa.string()),
+        ("findings", pa.list_(pa.string())),
+        # kind 'rejected': the REJECTED columns (locator is the collection's)
+        ("reason_code", pa.string()),
+        ("message", pa.string()),
+        ("path", pa.string()),
+        ("raw", pa.string()),
+        ("raw_b64", pa.string()),
+    ]
+)
+"""The fields of a spool line, as Arrow's JSON reader reads them (missing fields: null)."""
+
+
+@dataclass(frozen=True)
+class IntakeReply:
+    """An endpoint's answer: HTTP status and JSON payload (errors: ``error`` and ``hint``)."""
+
+    status: int
+    payload: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+# --- spool lines ------------------------------------------------------------------------------
+
+
+def spool_time(moment: datetime) -> str:
+    """``2026-11-02 08:10:01.123456``: naive UTC, as Arrow's JSON reader parses timestamps."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def event_line(accepted: Accepted, received_at: str) -> dict[str, Any]:
+    """The spool line (a ``LINEAGE_EVENTS`` row less ``source_locator``) of an accepted event."""
+    event = accepted.event
+    when = accepted.event_time
+    offset = when.utcoffset()
+    run = event.get("run") if accepted.kind == "RunEvent" else None
+    job = event.get("job") if accepted.kind != "DatasetEvent" else None
+    return {
+        "kind": "event",
+        "index": accepted.index,
+        "received_at": received_at,
+        "event_id": accepted.event_id,
+        "event_time": spool_time(when),
+        "event_time_offset_minutes": int(offset.total_seconds() // 60) if offset else 0,
+        "event_kind": accepted.kind,
+        "event_type": event.get("eventType") if accepted.kind == "RunEvent" else None,
+        "run_id": run["runId"].lower() if run else None,
+        "job_namespace": job.get("namespace") if job else None,
+        "job_name": job.get("name") if job else None,
+        "producer": event.get("producer"),
+        "schema_url": event.get("schemaURL"),
+        "payload": orjson.dumps(event).decode("utf-8"),
+        "findings": [f"{f.code}: {f.path}" for f in accepted.findings],
+    }
+
+
+def rejected_line(rejected: Rejected, received_at: str) -> dict[str, Any]:
+    """The spool line (a ``REJECTED`` row less ``locator``) of a rejected event or body."""
+    line: dict[str, Any] = {
+        "kind": "rejected",
+        "index": rejected.index if rejected.index is not None else -1,
+        "received_at": received_at,
+        "reason_code": rejected.reason,
+        "message": rejected.message,
+        "path": rejected.path,
+    }
+    try:
+        line["raw"] = rejected.raw.decode("utf-8")
+    except UnicodeDecodeError:
+        line["raw_b64"] = base64.b64encode(rejected.raw).decode("ascii")
+    return line
+
+
+def spool_lines(parsed: ParsedBatch, received_at: datetime) -> bytes:
+    """Every outcome of one request as JSON lines: accepted events (each ``event_id`` once)
+    and rejections, in request order."""
+    when = spool_time(received_at)
+    lines: list[tuple[int, bytes]] = []
+    for accepted in parsed.accepted:
+        if not accepted.duplicate:
+            lines.append((accepted.index, orjson.dumps(event_line(accepted, when))))
+    for rejected in parsed.rejected:
+        index = rejected.index if rejected.index is not None else -1
+        lines.append((index, orjson.dumps(rejected_line(rejected, when))))
+    lines.sort(key=lambda pair: pair[0])
+    return b"".join(line + b"\n" for _, line in lines)
+
+
+def raw_bytes(line: dict[str, Any]) -> bytes | None:
+    """A rejection line's raw bytes (``raw`` text or ``raw_b64``)."""
+    if line.get("raw") is not None:
+        return str(line["raw"]).encode("utf-8")
+    if line.get("raw_b64") is not None:
+        return base64.b64decode(line["raw_b64"])
+    return None
+
+
+# --- the intake -------------------------------------------------------------------------------
+
+
+def process_request(
+    body: bytes,
+    *,
+    single: bool,
+    content_encoding: str | None,
+    received_at: datetime,
+    max_bytes: int,
+    max_events: int,
+) -> tuple[int, dict[str, Any], bytes]:
+    """One request's answer and its spool lines: ``(status, payload, lines)``. Pure (no I/O),
+    so it can run in a worker process; the caller writes ``lines`` before answering."""
+    now = received_at if received_at.tzinfo else received_at.replace(tzinfo=UTC)
+    parsed = parse_events(
+        body,
+        content_encoding=content_encoding,
+        now=now,
+        max_bytes=max_bytes,
+        max_events=max_events,
+    )
+    if single and parsed.batch and parsed.received:
+        refusal = Rejected(
+            None,
+            "schema_violation",
+            f"the body is a JSON array of {parsed.received} events, not one event: "
+            "send arrays to /api/v1/lineage/batch",
+            "",
+            body[:RAW_KEEP],
+        )
+        parsed = ParsedBatch((), (refusal,), 0, parsed.body_bytes, True)
+    lines = spool_lines(parsed, now)
+    refused = parsed.rejected[0] if len(parsed.rejected) == 1 else None
+    if refused is not None and refused.index is None:
+        status = BODY_STATUS.get(refused.reason, 422 if single else 400)
+        return status, _rejection_payload(refused, batch=not single), lines
+    if not single:
+        return 200, parsed.response(), lines
+    if parsed.accepted:
+        accepted = parsed.accepted[0]
+        payload: dict[str, Any] = {"status": "success", "event_id": accepted.event_id}
+        if accepted.findings:
+            payload["findings"] = [f.message for f in accepted.findings]
+        return 200, payload, lines
+    return 422, _rejection_payload(parsed.rejected[0], batch=False), lines
+
+
+def _warm() -> int:
+    """Run in each new worker: imports and compiles the validator before the first request."""
+    return os.getpid()
+
+
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to ``annex serve``, which stops them."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class LineageIntake:
+    """The two endpoints over one spool folder; safe to call from many threads.
+
+    ``workers`` (default ``lineage.intake_workers``) processes decode, validate and hash the
+    bodies, so that requests use every core instead of one (validation is pure Python and
+    holds the GIL); 0 does it in the request's thread. The pool starts with the intake (its
+    processes import the validator then) and is restarted if a worker dies.
+    """
+
+    def __init__(self, settings: LineageSettings, *, workers: int | None = None) -> None:
+        self.settings = settings
+        self.workers = settings.intake_workers if workers is None else workers
+        self.incoming = settings.spool_dir / INCOMING
+        self._ready = False
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+        self._warming: list[Future[int]] = []
+        if self.workers > 0:
+            self._start_pool()
+
+    def _start_pool(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                pool = ProcessPoolExecutor(
+                    max_workers=self.workers,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_worker_init,
+                )
+                self._warming = [pool.submit(_warm) for _ in range(self.workers)]
+                self._pool = pool
+                weakref.finalize(self, pool.shutdown, wait=False, cancel_futures=True)
+            return self._pool
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Block until every worker has started (benchmarks; requests never need to)."""
+        for future in list(self._warming):
+            future.result(timeout=timeout)
+
+    def close(self) -> None:
+        """Stop the worker processes (they also stop when the intake is garbage-collected)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def single(
+        self, body: bytes, *, content_encoding: str | None, received_at: datetime
+    ) -> IntakeReply:
+        """``POST /api/v1/lineage``: one event -> 200, or 400/413/422 naming what is wrong."""
+        return self._handle(body, True, content_encoding, received_at)
+
+    def batch(
+        self, body: bytes, *, content_encoding: str | None, received_at: datetime
+    ) -> IntakeReply:
+        """``POST /api/v1/lineage/batch``: 200 with OpenLineage's per-event summary, or
+        400/413 when the body itself cannot be read."""
+        return self._handle(body, False, content_encoding, received_at)
+
+    def _handle(
+        self, body: bytes, single: bool, content_encoding: str | None, received_at: datetime
+    ) -> IntakeReply:
+        arguments = {
+            "single": single,
+            "content_encoding": content_encoding,
+            "received_at": received_at,
+            "max_bytes": self.settings.max_body_bytes,
+            "max_events": self.settings.max_events,
+        }
+        if self.workers > 0:
+            try:
+                status, payload, lines = (
+                    self._start_pool().submit(process_request, body, **arguments).result()
+                )
+            except BrokenProcessPool:
+                log.error("a lineage intake worker died; restarting the pool")
+                with self._lock:
+                    self._pool = None
+                return _unavailable("annex's event validation restarted", "retry in a moment")
+        else:
+            status, payload, lines = process_request(body, **arguments)
+        failure = self._spool(body, lines, received_at)
+        return failure if failure is not None else IntakeReply(status, payload)
+
+    def _spool(self, body: bytes, lines: bytes, received_at: datetime) -> IntakeReply | None:
+        """Write the request's lines; None when written, else the 503 to answer."""
+        if not lines:
+            return None  # an empty batch: nothing to keep
+        name = f"{compact_time(received_at)}-{hashlib.sha256(body).hexdigest()[:16]}"
+        try:
+            if not self._ready:
+                self.incoming.mkdir(parents=True, exist_ok=True)
+                self._ready = True
+            write_atomically(self.incoming / (name + SPOOL_SUFFIX), lines)
+        except OSError as exc:
+            self._ready = False
+            log.error("cannot write to the spool folder %s: %s", self.incoming, exc.strerror)
+            return _unavailable(
+                "annex cannot store the events right now",
+                "retry in a minute; the annex operator should check the spool volume "
+                "(lineage.spool_dir)",
+            )
+        return None
+
+
+def _unavailable(error: str, hint: str) -> IntakeReply:
+    return IntakeReply(503, {"error": error, "hint": hint}, {"Retry-After": "60"})
+
+
+def _rejection_payload(rejected: Rejected, *, batch: bool) -> dict[str, Any]:
+    hints = {
+        "invalid_json": "send UTF-8 JSON (optionally with Content-Encoding: gzip)",
+        "too_large": "send fewer or smaller events per request (lineage.max_body_bytes after "
+        "decompression, lineage.max_events per batch)",
+        "schema_violation": "the event must follow the OpenLineage 2-0-2 schema and annex's "
+        "facet schemas (collectors/lineage/spec, collectors/lineage/facets)",
+        "unknown_event_type": "eventType is one of START, RUNNING, COMPLETE, ABORT, FAIL, OTHER "
+        "(or absent)",
+        "bad_run_id": "run.runId must be a UUID (UUIDv7 recommended)",
+        "missing_timezone": "eventTime needs an offset, e.g. 2026-11-02T08:10:00Z",
+        "future_event_time": "eventTime may be at most 24 h ahead of annex's clock",
+        "too_many_datasets": "at most 1,000 inputs and outputs per event",
+    }
+    payload: dict[str, Any] = {
+        "error": rejected.message,
+        "reason": rejected.reason,
+        "retriable": rejected.retriable,
+    }
+    if rejected.path:
+        payload["path"] = rejected.path
+    if not batch and rejected.index is not None:
+        payload["index"] = rejected.index
+    hint = hints.get(rejected.reason)
+    if hint:
+        payload["hint"] = hint
+    return payload

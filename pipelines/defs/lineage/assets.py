@@ -1,0 +1,49 @@
+"""Lineage assets: load the waiting OpenLineage events, then rebuild the lineage models.
+
+Thin calls into ``annex.lineage``. The endpoint itself is ``annex serve`` (a long-running
+service beside Dagster, deployed with annex); it only spools what producers send, and these
+assets turn the spool into warehouse rows. Events are not per cluster: a training run names its
+Kubernetes cluster, namespace and Job in its ``annex_trainingRun`` facet.
+
+No ``from __future__ import annotations`` in the Dagster modules (see cluster_state/assets.py).
+"""
+
+import dagster as dg
+
+from annex.lineage import collect_lineage_evidence, refresh_lineage_models
+from pipelines.defs.cluster_state.assets import COLLECT_RETRY, warehouse_schema
+from pipelines.defs.gpu_evidence.assets import collection_metadata
+from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
+
+GROUP = "lineage"
+
+
+@dg.asset(
+    group_name=GROUP,
+    pool="duckdb",
+    kinds={"openlineage", "duckdb"},
+    deps=[warehouse_schema],
+    retry_policy=COLLECT_RETRY,
+)
+def lineage_events(
+    annex: AnnexSettingsResource, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    """Every waiting OpenLineage event (intake spool and watched folders), validated, stored
+    once by its content hash; rejected events kept in audit.rejected with their reason."""
+    collection = collect_lineage_evidence(
+        annex.load(), wh=warehouse.get(), publish=False, refresh=False
+    )
+    metadata = collection_metadata(collection.result)
+    metadata["files_archived"] = collection.archive.archived
+    metadata["files_not_archived"] = len(collection.archive.failed)
+    return dg.MaterializeResult(metadata=metadata)
+
+
+@dg.asset(group_name=GROUP, pool="duckdb", kinds={"duckdb"}, deps=[lineage_events])
+def lineage_models(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """Runs' state by event time, current facets, every model checkpoint's upstream closure,
+    cycles; then publish the analysts' copy."""
+    wh = warehouse.get()
+    counts = refresh_lineage_models(wh)
+    wh.publish()
+    return dg.MaterializeResult(metadata={f"refresh/{k}": v for k, v in counts.items()})

@@ -1,0 +1,267 @@
+"""Lineage marts: every model checkpoint's upstream closure, and the cycles of the graph.
+
+``refresh_lineage(con)`` rebuilds, from ``core.lineage_run_io`` (the graph: a run reads its
+INPUT versions and writes its OUTPUT versions), in one transaction (or the caller's):
+
+* ``marts.lineage_models``: every checkpoint (a dataset version of kind MODEL that a run wrote),
+  named by its producing run's ``annex_trainingRun.modelName``;
+* ``marts.lineage_model_inputs``: each checkpoint's transitive upstream, from a version to every
+  run that wrote it and that run's inputs. The walk is a recursive CTE over the node set: with
+  ``USING KEY (model, version)`` and a ``recurring`` anti-join a version already reached is
+  never expanded again, so it ends on diamonds and cycles and yields the fewest runs to each
+  version (its depth), a breadth-first search in SQL. ``in_eu_scope`` is a second, plain
+  ``UNION`` recursion (the reference's pattern; the macro ``marts.lineage_upstream`` is the
+  same) that does not walk past another model's checkpoint: a teacher is a generator model of
+  this one, its own training data is not this model's;
+* ``marts.lineage_cycles``: the versions on a cycle (only a producer reusing version ids makes
+  one). Edges that cannot be on a cycle are trimmed first (a version nothing writes into, or
+  nothing reads, repeatedly; one statement per round, at most ``TRIM_ROUNDS``), then what is
+  left is closed transitively (a ``UNION`` recursion, which ends) and a version reaching itself
+  is on a cycle; versions that reach each other share a ``cycle_id``.
+
+The ``marts.lineage_eu_*`` views and ``marts.lineage_run_jobs`` read these tables and ``core``.
+Runs' state and current facets are kept by the merge of each collection (only what it touched),
+so they are current before this runs. The closures are rebuilt whole: their cost is the sum of
+the closures' sizes (a 5,000-version closure takes well under a second).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+import duckdb
+
+from warehouse.migrate import utc_now
+from warehouse.transaction import atomic
+
+log = logging.getLogger(__name__)
+
+TRIM_ROUNDS = 200
+"""Rounds of trimming before the cycle search closes what is left (correct either way; more
+rounds leave less to close on deep graphs)."""
+
+_TEMP_TABLES = ("lin_models", "lin_closure", "lin_scope", "lin_edges", "lin_reach")
+
+_MODELS = """
+CREATE OR REPLACE TEMP TABLE lin_models AS
+SELECT
+    v.dataset_version_id AS model_version_id,
+    coalesce(r.model_name, v.name) AS model_name,
+    v.namespace,
+    v.name,
+    v.version,
+    v.produced_by_run_id,
+    r.stage,
+    v.created_at
+FROM core.lineage_dataset_versions AS v
+JOIN core.lineage_datasets AS d ON d.dataset_id = v.dataset_id
+LEFT JOIN core.lineage_runs AS r ON r.run_id = v.produced_by_run_id
+WHERE d.kind = 'MODEL' AND v.produced_by_run_id IS NOT NULL
+"""
+
+# Breadth-first: a version reached in an earlier round is never expanded again.
+_CLOSURE = """
+CREATE OR REPLACE TEMP TABLE lin_closure AS
+WITH RECURSIVE up(model_version_id, dataset_version_id, depth)
+USING KEY (model_version_id, dataset_version_id) AS (
+    SELECT DISTINCT m.model_version_id, i.dataset_version_id, 1
+    FROM lin_models AS m
+    JOIN core.lineage_run_io AS o
+        ON o.dataset_version_id = m.model_version_id AND o.direction = 'OUTPUT'
+    JOIN core.lineage_run_io AS i ON i.run_id = o.run_id AND i.direction = 'INPUT'
+    UNION
+    SELECT DISTINCT up.model_version_id, i.dataset_version_id, up.depth + 1
+    FROM up
+    JOIN core.lineage_run_io AS o
+        ON o.dataset_version_id = up.dataset_version_id AND o.direction = 'OUTPUT'
+    JOIN core.lineage_run_io AS i ON i.run_id = o.run_id AND i.direction = 'INPUT'
+    WHERE NOT EXISTS (
+        SELECT 1 FROM recurring.up AS seen
+        WHERE seen.model_version_id = up.model_version_id
+          AND seen.dataset_version_id = i.dataset_version_id
+    )
+)
+SELECT * FROM up
+"""
+
+# The node set again, not walking past another model's checkpoint (UNION: ends on cycles).
+_SCOPE = """
+CREATE OR REPLACE TEMP TABLE lin_scope AS
+WITH RECURSIVE s(model_version_id, model_name, dataset_version_id) AS (
+    SELECT m.model_version_id, m.model_name, i.dataset_version_id
+    FROM lin_models AS m
+    JOIN core.lineage_run_io AS o
+        ON o.dataset_version_id = m.model_version_id AND o.direction = 'OUTPUT'
+    JOIN core.lineage_run_io AS i ON i.run_id = o.run_id AND i.direction = 'INPUT'
+    UNION
+    SELECT s.model_version_id, s.model_name, i.dataset_version_id
+    FROM s
+    LEFT JOIN lin_models AS other ON other.model_version_id = s.dataset_version_id
+    JOIN core.lineage_run_io AS o
+        ON o.dataset_version_id = s.dataset_version_id AND o.direction = 'OUTPUT'
+    JOIN core.lineage_run_io AS i ON i.run_id = o.run_id AND i.direction = 'INPUT'
+    WHERE other.model_name IS NULL OR other.model_name = s.model_name
+)
+SELECT DISTINCT model_version_id, dataset_version_id FROM s
+"""
+
+_INPUTS = """
+INSERT INTO marts.lineage_model_inputs
+    (model_version_id, model_name, dataset_version_id, namespace, name, version, kind, depth,
+     is_leaf, in_eu_scope)
+SELECT
+    c.model_version_id,
+    m.model_name,
+    c.dataset_version_id,
+    v.namespace,
+    v.name,
+    v.version,
+    d.kind,
+    c.depth,
+    NOT EXISTS (
+        SELECT 1 FROM core.lineage_run_io AS p
+        WHERE p.dataset_version_id = c.dataset_version_id AND p.direction = 'OUTPUT'
+    ),
+    s.dataset_version_id IS NOT NULL
+FROM lin_closure AS c
+JOIN lin_models AS m ON m.model_version_id = c.model_version_id
+JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = c.dataset_version_id
+JOIN core.lineage_datasets AS d ON d.dataset_id = v.dataset_id
+LEFT JOIN lin_scope AS s
+    ON s.model_version_id = c.model_version_id AND s.dataset_version_id = c.dataset_version_id
+"""
+
+_EDGES = """
+CREATE OR REPLACE TEMP TABLE lin_edges AS
+SELECT DISTINCT i.dataset_version_id AS src, o.dataset_version_id AS dst, o.run_id
+FROM core.lineage_run_io AS i
+JOIN core.lineage_run_io AS o ON o.run_id = i.run_id
+WHERE i.direction = 'INPUT' AND o.direction = 'OUTPUT'
+"""
+
+# An edge whose source nothing writes into, or whose target nothing reads, is on no cycle.
+_TRIM = """
+DELETE FROM lin_edges
+WHERE src NOT IN (SELECT dst FROM lin_edges) OR dst NOT IN (SELECT src FROM lin_edges)
+"""
+
+_REACH = """
+CREATE OR REPLACE TEMP TABLE lin_reach AS
+WITH RECURSIVE r(a, b) AS (
+    SELECT DISTINCT src, dst FROM lin_edges
+    UNION
+    SELECT r.a, e.dst FROM r JOIN lin_edges AS e ON e.src = r.b
+)
+SELECT * FROM r
+"""
+
+_CYCLES = """
+INSERT INTO marts.lineage_cycles
+    (cycle_id, dataset_version_id, namespace, name, version, cycle_versions, example_run_id,
+     refreshed_at)
+WITH on_cycle AS (
+    SELECT a AS node FROM lin_reach WHERE a = b
+),
+components AS (
+    SELECT x.a AS node, min(x.b) AS cycle_id
+    FROM lin_reach AS x
+    JOIN lin_reach AS y ON y.a = x.b AND y.b = x.a
+    WHERE x.a IN (SELECT node FROM on_cycle)
+    GROUP BY x.a
+),
+sized AS (
+    SELECT node, cycle_id, count(*) OVER (PARTITION BY cycle_id) AS cycle_versions
+    FROM components
+),
+runs AS (
+    SELECT s.node, min(e.run_id) AS run_id
+    FROM sized AS s
+    JOIN lin_edges AS e ON e.dst = s.node
+    JOIN sized AS t ON t.node = e.src AND t.cycle_id = s.cycle_id
+    GROUP BY s.node
+)
+SELECT s.cycle_id, s.node, v.namespace, v.name, v.version, s.cycle_versions, r.run_id, $now
+FROM sized AS s
+JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = s.node
+LEFT JOIN runs AS r ON r.node = s.node
+"""
+
+_MODELS_INSERT = """
+INSERT INTO marts.lineage_models
+    (model_version_id, model_name, namespace, name, version, produced_by_run_id, stage,
+     created_at, upstream_versions, leaf_versions, on_cycle, refreshed_at)
+WITH counts AS (
+    SELECT model_version_id, count(*) AS upstream_versions,
+           count(*) FILTER (WHERE is_leaf) AS leaf_versions
+    FROM marts.lineage_model_inputs
+    GROUP BY model_version_id
+),
+cyclic AS (
+    SELECT DISTINCT i.model_version_id
+    FROM marts.lineage_model_inputs AS i
+    JOIN marts.lineage_cycles AS c ON c.dataset_version_id = i.dataset_version_id
+    UNION
+    SELECT dataset_version_id FROM marts.lineage_cycles
+)
+SELECT
+    m.model_version_id, m.model_name, m.namespace, m.name, m.version, m.produced_by_run_id,
+    m.stage, m.created_at, coalesce(c.upstream_versions, 0), coalesce(c.leaf_versions, 0),
+    y.model_version_id IS NOT NULL, $now
+FROM lin_models AS m
+LEFT JOIN counts AS c ON c.model_version_id = m.model_version_id
+LEFT JOIN cyclic AS y ON y.model_version_id = m.model_version_id
+"""
+
+
+def refresh_lineage(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Rebuild the lineage marts; returns row counts (``models``, ``model_inputs``,
+    ``cycle_versions``, ``trim_rounds``). Atomic: joins the caller's transaction or runs in
+    its own."""
+    now = utc_now()
+    started = time.perf_counter()
+    try:
+        with atomic(con):
+            con.execute(_MODELS)
+            con.execute(_CLOSURE)
+            con.execute(_SCOPE)
+            con.execute("DELETE FROM marts.lineage_model_inputs")
+            con.execute(_INPUTS)
+            con.execute(_EDGES)
+            rounds = 0
+            while rounds < TRIM_ROUNDS:
+                rounds += 1
+                deleted = _count(con.execute(_TRIM))
+                if not deleted:
+                    break
+            con.execute(_REACH)
+            con.execute("DELETE FROM marts.lineage_cycles")
+            con.execute(_CYCLES, {"now": now})
+            con.execute("DELETE FROM marts.lineage_models")
+            con.execute(_MODELS_INSERT, {"now": now})
+            counts = {
+                "models": _scalar(con, "SELECT count(*) FROM marts.lineage_models"),
+                "model_inputs": _scalar(con, "SELECT count(*) FROM marts.lineage_model_inputs"),
+                "cycle_versions": _scalar(con, "SELECT count(*) FROM marts.lineage_cycles"),
+                "trim_rounds": rounds,
+            }
+    finally:
+        _drop_temp_tables(con)
+    log.debug("lineage refresh took %.3f s: %s", time.perf_counter() - started, counts)
+    return counts
+
+
+def _count(result: duckdb.DuckDBPyConnection) -> int:
+    row = result.fetchone()
+    return int(row[0]) if row else 0
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    return _count(con.execute(sql))
+
+
+def _drop_temp_tables(con: duckdb.DuckDBPyConnection) -> None:
+    for name in _TEMP_TABLES:
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"DROP TABLE IF EXISTS temp.{name}")
