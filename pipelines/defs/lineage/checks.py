@@ -13,6 +13,13 @@ from pipelines.defs.lineage.assets import lineage_models
 from pipelines.defs.resources import WarehouseResource
 
 
+def _row(con: duckdb.DuckDBPyConnection, sql: str) -> tuple:
+    """One row of a query that is not per cluster (lineage spans clusters)."""
+    row = con.execute(sql).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
 def training_runs_linked(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
     """Every training run names a Kubernetes Job (annex_trainingRun.kubernetes) that the
     inventory knows."""
@@ -42,7 +49,7 @@ def training_runs_linked(con: duckdb.DuckDBPyConnection, cluster: str | None) ->
 def leaf_datasets_described(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
     """Every source (leaf dataset) in a model's training content has a licence and a source
     category (annex_licensing.spdxExpression and annex_source.sourceCategory)."""
-    (undescribed, leaves, sample) = one(
+    (undescribed, leaves, sample) = _row(
         con,
         """
         WITH leaves AS (
@@ -59,7 +66,6 @@ def leaf_datasets_described(con: duckdb.DuckDBPyConnection, cluster: str | None)
         SELECT (SELECT count(*) FROM missing), (SELECT count(*) FROM leaves),
                (SELECT list(namespace || '/' || name ORDER BY namespace, name)[1:5] FROM missing)
         """,
-        None,
     )
     return Outcome(
         passed=undescribed == 0,
@@ -73,10 +79,8 @@ def leaf_datasets_described(con: duckdb.DuckDBPyConnection, cluster: str | None)
 
 def no_cycles(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
     """The dataset-version graph has no cycle (a producer reusing version ids)."""
-    (cycles, versions) = one(
-        con,
-        "SELECT count(DISTINCT cycle_id), count(*) FROM marts.lineage_cycles",
-        None,
+    (cycles, versions) = _row(
+        con, "SELECT count(DISTINCT cycle_id), count(*) FROM marts.lineage_cycles"
     )
     return Outcome(passed=cycles == 0, metadata={"cycles": cycles, "versions_on_cycles": versions})
 
