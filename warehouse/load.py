@@ -4,8 +4,10 @@ A collector yields ``(table, pyarrow.RecordBatch)`` pairs lazily (pages from the
 engine stages the batches into a temp table ``stage_<table>`` with ``INSERT ... BY NAME SELECT *
 FROM <arrow>`` (no Python row loops; a few batches are grouped per INSERT, see ``staging.py``,
 so memory stays bounded by that small buffer), then runs the source model's merge SQL, which
-moves staged rows into ``raw``/``core``/``audit`` tables.
-Staging, merge, rejected records and the final ``succeeded`` row of ``audit.collections``
+moves staged rows into ``raw``/``core``/``audit`` tables. Tables a model appends directly
+(``SourceModel.appends``: telemetry series and samples) go to its sink instead, which streams
+them into their table through one open ``INSERT`` on the same connection and transaction.
+Staging, sinks, merge, rejected records and the final ``succeeded`` row of ``audit.collections``
 commit in ONE transaction: a failure, Ctrl-C or ``kill -9`` leaves no partial rows, only the
 collection's audit row (``failed``/``interrupted``, or ``running`` after a kill until the next
 writer marks it ``interrupted``).
@@ -29,7 +31,7 @@ import pyarrow as pa
 from annex.errors import CollectionError, WarehouseError
 from warehouse.connection import OnWait, Warehouse
 from warehouse.migrate import utc_now
-from warehouse.staging import Sink, Stager
+from warehouse.staging import SinkFactory, Stager
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +66,14 @@ class SourceModel:
     source: str
     staging_sql: str
     merge_sql: str
-    appends: Mapping[str, Callable[[duckdb.DuckDBPyConnection], Sink]] = field(default_factory=dict)
+    appends: Mapping[str, SinkFactory] = field(default_factory=dict)
     """Tables appended straight into the warehouse inside the collection's transaction instead
-    of being staged and copied: name -> factory called once per collection, returning the sink
-    for that collection's chunks. For very large, append-only tables (telemetry samples), where
-    a second copy would double the load time. The sink owns idempotency."""
+    of being staged and copied: name -> factory called once per collection with the connection,
+    returning the ``Sink`` that receives that table's batches (``staging.Sink``; a factory
+    listed under several names makes one sink for all of them). For very large, append-only
+    tables (telemetry samples), where a second copy would double the load time. The sink owns
+    idempotency; its ``close()`` runs after the last batch, when every staged table is
+    complete, before the merge SQL."""
 
 
 @dataclass(frozen=True)
@@ -209,10 +214,8 @@ def _stage(
     batches: Iterable[tuple[str, pa.RecordBatch]],
     on_progress: Callable[[str, int], None] | None,
 ) -> dict[str, int]:
-    staged = _staging_tables(con)
-    sinks = {table: factory(con) for table, factory in model.appends.items()}
-    staged |= set(sinks)
-    stager = Stager(con, model.source, sinks)
+    staged = _staging_tables(con) | set(model.appends)
+    stager = Stager(con, model.source, model.appends)
     row_counts: dict[str, int] = {}
     iterator = iter(batches)
     try:
@@ -229,13 +232,16 @@ def _stage(
             row_counts[table] = row_counts.get(table, 0) + batch.num_rows
             if on_progress is not None:
                 on_progress(table, row_counts[table])
+        stager.finish()
+    except BaseException:
+        stager.abort()  # before the caller's ROLLBACK: no sink statement may still be running
+        raise
     finally:
         # A generator left suspended by an error would close its HTTP response only when
         # garbage-collected; close it now (a no-op once it is exhausted).
         close = getattr(iterator, "close", None)
         if close is not None:
             close()
-    stager.flush_all()
     return row_counts
 
 

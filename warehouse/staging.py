@@ -6,13 +6,21 @@ over 1M rows/s. The stager therefore keeps the batches of each table until they 
 ``FLUSH_ROWS`` rows or ``FLUSH_BYTES`` bytes, then inserts them as one Arrow table (no copy:
 ``pa.Table.from_batches`` only references the batches). Memory stays bounded by those caps per
 table, never by cluster size, and the collector's iterator is still consumed one batch at a time.
+
+Tables that bypass staging (``SourceModel.appends``) go to their ``Sink`` batch by batch. A sink
+for a very large table keeps one ``AppendStream`` open: a single ``INSERT ... SELECT`` fed batch
+by batch while the collector goes on, which is as fast as DuckDB's own bulk insert of the whole
+table, where one statement per chunk pays each statement's start and its parallel tail again.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+import queue
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import duckdb
 import pyarrow as pa
@@ -22,13 +30,36 @@ from annex.errors import CollectionError
 FLUSH_ROWS = 65_536
 FLUSH_BYTES = 32 * 1024 * 1024
 SINK_FLUSH_ROWS = 122_880 * 40
-"""Sinks (tables appended straight into the warehouse) take bigger chunks: their rows are narrow
-and many (telemetry samples), and each insert has a fixed cost."""
+"""A sink holds back at most about this many rows (or ``FLUSH_BYTES``) while it waits for
+something only a statement of its own can give (the telemetry sink: ids for series it has not
+mapped yet), so that such pauses stay rare when a collector interleaves small batches of series
+and samples (one exporter after another)."""
 
-Sink = Callable[[pa.Table], None]
-"""Receives a chunk of a table that bypasses staging (see ``SourceModel.appends``)."""
+
+class Sink(Protocol):
+    """Receives, batch by batch, the tables that bypass staging (see ``SourceModel.appends``).
+
+    The stager calls ``pause()`` before it runs a statement of its own (no statement of the
+    sink's may be running when it returns), ``close()`` once after the last batch, when every
+    staged table is complete, and ``abort()`` instead when the collection fails (end whatever
+    runs, quietly: the transaction is rolled back next).
+    """
+
+    def __call__(self, table: str, batch: pa.RecordBatch) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+SinkFactory = Callable[[duckdb.DuckDBPyConnection], Sink]
+"""Makes the sink of one collection. A factory listed under several tables is called once per
+collection, and its sink receives the batches of all of them (series and their samples)."""
 
 _VIEW = "annex_staging_arrow"
+_END = object()
 
 
 @dataclass
@@ -43,24 +74,32 @@ class _Pending:
 class Stager:
     """Buffers batches per table and inserts them ``BY NAME`` into ``stage_<table>``.
 
-    Tables in ``sinks`` are handed to their sink instead, in chunks of ``SINK_FLUSH_ROWS``; every
-    staged table is flushed first, so a sink can rely on the rows staged before its chunk (the
-    telemetry series before the samples that reference them).
+    Tables in ``sinks`` are handed to their sink at once, batch by batch, in collection order.
     """
 
     def __init__(
         self,
         con: duckdb.DuckDBPyConnection,
         source: str,
-        sinks: Mapping[str, Sink] | None = None,
+        sinks: Mapping[str, SinkFactory] | None = None,
     ) -> None:
         self.con = con
         self.source = source
-        self.sinks: Mapping[str, Sink] = sinks or {}
         self.pending: dict[str, _Pending] = {}
+        made: dict[int, Sink] = {}
+        self.sinks: dict[str, Sink] = {}
+        for table, factory in (sinks or {}).items():
+            if id(factory) not in made:
+                made[id(factory)] = factory(con)
+            self.sinks[table] = made[id(factory)]
+        self.distinct_sinks = list(made.values())
 
     def add(self, table: str, batch: pa.RecordBatch, number: int) -> None:
         """Stage batch ``number`` of the collection (inserted now or at a later flush)."""
+        sink = self.sinks.get(table)
+        if sink is not None:
+            sink(table, batch)
+            return
         pending = self.pending.get(table)
         if pending is not None and pending.batches and pending.batches[0].schema != batch.schema:
             self.flush(table)
@@ -70,26 +109,33 @@ class Stager:
         pending.batches.append(batch)
         pending.rows += batch.num_rows
         pending.bytes += batch.nbytes
-        rows_cap = SINK_FLUSH_ROWS if table in self.sinks else FLUSH_ROWS
-        if pending.rows >= rows_cap or pending.bytes >= FLUSH_BYTES:
+        if pending.rows >= FLUSH_ROWS or pending.bytes >= FLUSH_BYTES:
             self.flush(table)
 
-    def flush_all(self) -> None:
-        """Insert everything still pending (before the merge reads the stage tables)."""
+    def flush_staged(self) -> None:
+        """Insert everything still pending into the stage tables."""
         for table in list(self.pending):
             self.flush(table)
+
+    def finish(self) -> None:
+        """After the last batch: flush the stage tables, then close every sink."""
+        self.flush_staged()
+        for sink in self.distinct_sinks:
+            sink.close()
+
+    def abort(self) -> None:
+        """The collection failed: end the sinks' statements (their rows are rolled back)."""
+        for sink in self.distinct_sinks:
+            with contextlib.suppress(Exception):
+                sink.abort()
 
     def flush(self, table: str) -> None:
         pending = self.pending.pop(table, None)
         if pending is None or not pending.batches:
             return
+        for sink in self.distinct_sinks:
+            sink.pause()
         data = pa.Table.from_batches(pending.batches)
-        sink = self.sinks.get(table)
-        if sink is not None:
-            for other in [name for name in self.pending if name not in self.sinks]:
-                self.flush(other)
-            sink(data)
-            return
         self.con.register(_VIEW, data)
         try:
             self.con.execute(f"INSERT INTO stage_{table} BY NAME SELECT * FROM {_VIEW}")
@@ -108,3 +154,117 @@ class Stager:
         finally:
             with contextlib.suppress(duckdb.Error):  # fails only once the transaction is aborted
                 self.con.unregister(_VIEW)
+
+
+class AppendStream:
+    """One ``INSERT ... SELECT FROM <stream>`` kept running across many batches.
+
+    ``put`` hands a batch to the statement, which DuckDB runs on a helper thread (started by the
+    first ``put``) while the calling thread goes on collecting and converting the next batches.
+    At most ``depth`` batches wait in between, so memory stays bounded and a collector faster
+    than DuckDB is held back. Nothing else may run on the connection until ``close()`` (ends
+    the statement, waits for it and raises its error) or ``abort()`` (ends it, ignoring errors;
+    the caller rolls the transaction back). The collector itself always runs on the calling
+    thread, so Ctrl-C and its errors surface there as before.
+    """
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        sql: str,
+        schema: pa.Schema,
+        *,
+        name: str = "annex_append_stream",
+        depth: int = 2,
+    ) -> None:
+        """``sql`` reads the stream under ``name``, e.g. ``INSERT INTO t SELECT * FROM name``."""
+        self.con = con
+        self.sql = sql
+        self.schema = schema
+        self.name = name
+        self.depth = depth
+        self.statements = 0
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=depth)
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
+
+    def put(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if self._thread is None:
+            self._start()
+        thread = self._thread
+        assert thread is not None
+        while True:
+            try:
+                self._queue.put(batch, timeout=0.05)
+                return
+            except queue.Full:
+                if not thread.is_alive():  # the statement ended early: its error says why
+                    self.close()
+                    raise RuntimeError(f"{self.sql!r} stopped reading its stream") from None
+
+    def close(self) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        self._end(thread)
+        thread.join()  # interrupted here (Ctrl-C), the stream stays open for abort() to end
+        self._thread = None
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def abort(self) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self._queue.get_nowait()
+        self._end(thread)
+        thread.join()
+        self._thread = None
+        self._error = None
+
+    def _start(self) -> None:
+        self._queue = queue.Queue(maxsize=self.depth)
+        reader = pa.RecordBatchReader.from_batches(self.schema, self._batches(self._queue))
+        self._error = None
+        self._thread = threading.Thread(
+            target=self._run, args=(reader,), name="annex-append-stream", daemon=True
+        )
+        self.statements += 1
+        self._thread.start()
+
+    def _end(self, thread: threading.Thread) -> None:
+        while thread.is_alive():
+            try:
+                self._queue.put(_END, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    @staticmethod
+    def _batches(source: queue.Queue[object]) -> Iterator[pa.RecordBatch]:
+        while True:
+            item = source.get()
+            if item is _END:
+                return
+            assert isinstance(item, pa.RecordBatch)
+            yield item
+
+    def _run(self, reader: pa.RecordBatchReader) -> None:
+        try:
+            self.con.register(self.name, reader)
+            try:
+                self.con.execute(self.sql)
+            finally:
+                with contextlib.suppress(duckdb.Error):
+                    self.con.unregister(self.name)
+        except BaseException as exc:
+            self._error = exc

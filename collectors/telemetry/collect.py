@@ -10,6 +10,9 @@ range API (``source='query_range'``). Both yield ``(table, RecordBatch)`` pairs:
 * ``telemetry_samples``: ``(ts, series_index, value)`` in the canonical unit. NaN and +-Inf
   are skipped and counted; counters are stored as received (a reset survives unchanged: the
   warehouse turns counters into increases).
+* ``telemetry_extents``: per series that had samples, its first and last sample time and its
+  sample count over the whole collection, once, after the last samples batch (``Extents``).
+  The warehouse keeps each series' watermark from it instead of rescanning what it loaded.
 * ``telemetry_targets``: one row per exporter scraped or Prometheus window read, last.
 * ``rejected``: an unparsable exposition (the whole target, with the parser's message) and
   series without a GPU UUID (``missing_gpu_uuid``).
@@ -121,14 +124,91 @@ class _Stats:
         record.non_dcgm_metrics += len(self.non_dcgm)
 
 
+class Extents:
+    """First and last sample time and sample count per series, over one whole collection.
+
+    Each samples batch adds its runs (consecutive samples of one series: a series' points in a
+    Prometheus matrix, one point per series in a scrape); a run's first and last element are its
+    extremes when its times ascend (Prometheus returns them so; it is checked), otherwise the
+    batch counts sample by sample. Runs are folded per series once they outnumber twice the
+    series folded last time, so memory stays proportional to the series, not to the samples.
+    """
+
+    FOLD_ROWS = 65_536
+
+    def __init__(self) -> None:
+        self.parts: list[pa.Table] = []
+        self.rows = 0
+        self.fold_at = self.FOLD_ROWS
+
+    def add(self, samples: pa.RecordBatch | pa.Table) -> None:
+        if samples.num_rows == 0:
+            return
+        part = _runs(samples.column("series_index"), samples.column("ts"))
+        self.parts.append(part)
+        self.rows += part.num_rows
+        if self.rows >= self.fold_at:
+            self._fold()
+            self.fold_at = max(self.FOLD_ROWS, 2 * self.rows)
+
+    def batch(self) -> pa.RecordBatch | None:
+        """One row per series that had samples, in ``series_index`` order; None if none had."""
+        if not self.parts:
+            return None
+        self._fold()
+        table = self.parts[0].sort_by("series_index")
+        return pa.RecordBatch.from_arrays(
+            [table.column(name).combine_chunks() for name in schema.EXTENTS.names],
+            schema=schema.EXTENTS,
+        )
+
+    def _fold(self) -> None:
+        folded = (
+            pa.concat_tables(self.parts)
+            .group_by("series_index", use_threads=False)
+            .aggregate([("first_ts", "min"), ("last_ts", "max"), ("samples", "sum")])
+        )
+        columns = ["series_index", "first_ts_min", "last_ts_max", "samples_sum"]
+        self.parts = [pa.table([folded.column(c) for c in columns], schema=schema.EXTENTS)]
+        self.rows = folded.num_rows
+
+
+def _runs(index: pa.Array | pa.ChunkedArray, ts: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """``(series_index, first_ts, last_ts, samples)`` per run of one series whose times ascend,
+    or per sample when a run's times do not ascend (or every run is one sample)."""
+    if isinstance(index, pa.ChunkedArray):
+        index = index.combine_chunks()
+    if isinstance(ts, pa.ChunkedArray):
+        ts = ts.combine_chunks()
+    encoded = pc.run_end_encode(index, run_end_type=pa.int64())
+    ends = encoded.run_ends
+    if len(ends) < len(index):
+        ascending = pc.or_(pc.less_equal(ts[:-1], ts[1:]), pc.not_equal(index[:-1], index[1:]))
+        if pc.all(ascending).as_py():
+            starts = pa.concat_arrays([pa.array([0], pa.int64()), ends[:-1]])
+            return pa.table(
+                [
+                    encoded.values,
+                    pc.take(ts, starts),
+                    pc.take(ts, pc.subtract(ends, 1)),
+                    pc.subtract(ends, starts),
+                ],
+                schema=schema.EXTENTS,
+            )
+    ones = pa.repeat(pa.scalar(1, pa.int64()), len(index))
+    return pa.table([index, ts, ts, ones], schema=schema.EXTENTS)
+
+
 class SeriesTable:
-    """Series seen so far in one collection: dense indexes, and the rows not yet yielded."""
+    """Series seen so far in one collection: dense indexes, the rows not yet yielded, and the
+    extents of their samples."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.index: dict[tuple, tuple[int, float]] = {}
         self.rejected: set[tuple] = set()
         self.columns: dict[str, list] = {name: [] for name in schema.SERIES.names}
+        self.extents = Extents()
 
     def __len__(self) -> int:
         return len(self.index)
@@ -296,6 +376,7 @@ def build_samples(
         schema=schema.SAMPLES,
     )
     stats.samples = samples.num_rows
+    table.extents.add(samples)
     return table.flush(), samples, stats
 
 
@@ -400,6 +481,9 @@ def collect_exporters(
             records.append(record)
             if on_target is not None:
                 on_target(record)
+    extents = table.extents.batch()
+    if extents is not None:
+        yield "telemetry_extents", extents
     yield "telemetry_targets", targets_batch(records)
     if rejections:
         yield "rejected", rejected_batch(rejections)
@@ -529,6 +613,9 @@ def collect_prometheus(
         records.append(record)
         if on_window is not None:
             on_window(record)
+    extents = table.extents.batch()
+    if extents is not None:
+        yield "telemetry_extents", extents
     yield "telemetry_targets", targets_batch(records)
     if rejections:
         yield "rejected", rejected_batch(rejections)
@@ -559,6 +646,7 @@ def rejected_batch(rejections: Sequence[Rejection]) -> pa.RecordBatch:
 
 
 __all__ = [
+    "Extents",
     "SeriesTable",
     "TargetRecord",
     "collect_exporters",

@@ -43,6 +43,18 @@ SAMPLES = pa.schema(
     ]
 )
 
+EXTENTS = pa.schema(
+    [
+        ("series_index", pa.uint32()),
+        ("first_ts", TIMESTAMP),  # earliest sample of the series in this collection
+        ("last_ts", TIMESTAMP),  # latest one
+        ("samples", pa.int64()),  # how many samples of it the collection yielded
+    ]
+)
+"""One row per series that had samples, yielded once after the last samples batch: the
+warehouse keeps each series' first/last sample time (its idempotency watermark) from it instead
+of scanning the samples it just loaded."""
+
 TARGETS = pa.schema(
     [
         ("target", pa.string()),
@@ -72,6 +84,7 @@ REJECTED = pa.schema(
 SCHEMAS: dict[str, pa.Schema] = {
     "telemetry_series": SERIES,
     "telemetry_samples": SAMPLES,
+    "telemetry_extents": EXTENTS,
     "telemetry_targets": TARGETS,
     "rejected": REJECTED,
 }

@@ -134,6 +134,22 @@ def test_scrape_values_match_the_world(scraped, world, now) -> None:
         assert values[(uuid, "xid_errors", None)] == 79
 
 
+def extents_from_samples(t: dict[str, pa.Table]) -> dict[int, tuple]:
+    out: dict[int, tuple] = {}
+    for s in t["telemetry_samples"].to_pylist():
+        first, last, n = out.get(s["series_index"], (s["ts"], s["ts"], 0))
+        out[s["series_index"]] = (min(first, s["ts"]), max(last, s["ts"]), n + 1)
+    return out
+
+
+def test_extents_cover_exactly_the_samples_yielded(scraped, ranged) -> None:
+    for t in (scraped, ranged[0]):
+        rows = t["telemetry_extents"].to_pylist()
+        yielded = {r["series_index"]: (r["first_ts"], r["last_ts"], r["samples"]) for r in rows}
+        assert yielded == extents_from_samples(t)
+        assert len(rows) == len(yielded)  # one row per series
+
+
 def test_both_generations_and_mig_are_normalised(scraped, world) -> None:
     series = scraped["telemetry_series"].to_pylist()
     generations = {a.gpu.uuid: a.exporter_generation for a in gpu_activity(world)}

@@ -291,3 +291,109 @@ def test_ctrl_c_after_the_merge_wrote_rows_rolls_them_back(
 
     assert _table_counts(wh) == {"core.things": 0, "audit.rejected": 0}
     assert _collection(wh, _only_collection_id(wh, "interrupted"))[1] == "KeyboardInterrupt"
+
+
+# -- tables appended through a sink (SourceModel.appends) --------------------------------------
+
+_LOG = pa.schema([("thing_key", pa.string()), ("value", pa.int64())])
+
+
+class _LogSink:
+    """Appends ``thing_log`` batches straight into core.things through one open INSERT."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.stream = staging.AppendStream(
+            con,
+            "INSERT INTO core.things SELECT thing_key, value, getvariable('collection_id'), "
+            "getvariable('collected_at') FROM annex_log_stream",
+            _LOG,
+            name="annex_log_stream",
+        )
+        self.closed = False
+
+    def __call__(self, table: str, batch: pa.RecordBatch) -> None:
+        assert table == "thing_log"
+        self.stream.put(batch)
+
+    def pause(self) -> None:
+        self.stream.close()
+
+    def close(self) -> None:
+        self.stream.close()
+        self.closed = True
+
+    def abort(self) -> None:
+        self.stream.abort()
+
+
+_SINKS: list[_LogSink] = []
+
+
+def _log_sink(con: duckdb.DuckDBPyConnection) -> _LogSink:
+    _SINKS.append(_LogSink(con))
+    return _SINKS[-1]
+
+
+LOGGED_MODEL = SourceModel(
+    source="things",
+    staging_sql=THINGS_MODEL.staging_sql,
+    merge_sql=THINGS_MODEL.merge_sql,
+    appends={"thing_log": _log_sink},
+)
+
+
+def _log_batch(start: int, n: int, key: str | None = "log") -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(
+        {"thing_key": [key] * n, "value": list(range(start, start + n))}, schema=_LOG
+    )
+
+
+def test_a_sink_streams_between_staged_flushes(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(staging, "FLUSH_ROWS", 25)  # staged flushes happen mid-stream
+
+    def collector() -> Iterator[tuple[str, pa.RecordBatch]]:
+        for n in range(10):
+            yield "thing_log", _log_batch(n * 100, 100)
+            yield "things", things_batch(n * 10, 10)
+
+    _SINKS.clear()
+    result = load_collection(wh, LOGGED_MODEL, cluster="c1", batches=collector())
+
+    assert result.row_counts == {"thing_log": 1000, "things": 100}
+    assert _query(wh, "SELECT count(*) FROM core.things WHERE thing_key = 'log'") == [(1000,)]
+    assert _query(wh, "SELECT count(*) FROM core.things WHERE thing_key <> 'log'") == [(100,)]
+    (sink,) = _SINKS
+    _SINKS.clear()
+    assert sink.closed and 1 < sink.stream.statements <= 5  # paused for each staged flush
+
+
+def test_a_failing_sink_statement_fails_the_collection(wh: Warehouse) -> None:
+    def collector() -> Iterator[tuple[str, pa.RecordBatch]]:
+        yield "things", things_batch(0, 10)
+        for n in range(5):
+            yield "thing_log", _log_batch(n * 100, 100, key=None if n == 2 else "log")
+
+    with pytest.raises(duckdb.ConstraintException, match="NOT NULL"):
+        load_collection(wh, LOGGED_MODEL, cluster="c1", batches=collector())
+    _SINKS.clear()
+
+    assert _table_counts(wh) == {"core.things": 0, "audit.rejected": 0}
+    assert "NOT NULL" in _collection(wh, _only_collection_id(wh, "failed"))[1]
+
+
+def test_an_append_stream_ends_cleanly_when_aborted(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "s.duckdb"))
+    con.execute("CREATE TABLE t (thing_key VARCHAR NOT NULL, value BIGINT)")
+    stream = staging.AppendStream(con, "INSERT INTO t SELECT * FROM s", _LOG, name="s")
+    con.execute("BEGIN")
+    for n in range(5):
+        stream.put(_log_batch(n * 10, 10))
+    stream.abort()  # the statement ends; the caller rolls back
+    assert not stream.running
+    con.execute("ROLLBACK")
+    stream.put(_log_batch(0, 10))  # a new statement
+    stream.close()
+    assert con.execute("SELECT count(*) FROM t").fetchone() == (10,)
+    con.close()

@@ -1,23 +1,58 @@
--- Runs once after every chunk of the telemetry collection is staged and its samples appended.
--- Series that only appeared in stage_telemetry_series (no samples) are registered too.
--- Extents of the series this collection loaded: one pass over the time range it covered
--- (integer keys: DuckDB aggregates them without hashing strings); other collections' samples in
--- that range can only lower first_ts or equal last_ts, so they do no harm.
+-- Runs once the telemetry sink is closed: every sample appended, every series of the collection
+-- mapped to its id (series without samples too) and registered as the Arrow table
+-- annex_telemetry_series (the collector's series rows, in the staging types).
+--
+-- The new extents of the series this collection loaded samples of, from the collector's
+-- telemetry_extents (the samples it received): a series without a watermark loaded them all;
+-- one with a watermark loaded only those after it, so its first_ts stays and its last_ts moves
+-- to the last one received if that is later. No pass over the samples just loaded.
 CREATE OR REPLACE TEMP TABLE telemetry_extent AS
-SELECT s.series_id, min(s.ts) AS first_ts, max(s.ts) AS last_ts
+WITH received AS (
+    SELECT
+        m.series_id,
+        any_value(m.watermark) AS watermark,
+        min(e.first_ts) AS first_ts,
+        max(e.last_ts) AS last_ts
+    FROM stage_telemetry_extents AS e
+    JOIN telemetry_series_map AS m USING (series_index)
+    GROUP BY m.series_id
+)
+SELECT series_id, CASE WHEN watermark IS NULL THEN first_ts END AS first_ts, last_ts
+FROM received
+WHERE watermark IS NULL OR last_ts > watermark
+UNION ALL
+-- A collection without telemetry_extents (batches built by hand): one pass over the time range
+-- it loaded; other collections' samples in that range can only lower first_ts or equal last_ts.
+SELECT s.series_id, min(s.ts), max(s.ts)
 FROM core.gpu_telemetry_samples AS s
-WHERE getvariable('telemetry_min_ts') IS NOT NULL
+WHERE NOT getvariable('telemetry_extents_given')
+  AND getvariable('telemetry_min_ts') IS NOT NULL
   AND s.ts BETWEEN getvariable('telemetry_min_ts') AND getvariable('telemetry_max_ts')
+  AND s.series_id IN (SELECT series_id FROM telemetry_series_map)
 GROUP BY s.series_id;
 
+-- Series the warehouse already had (least/greatest ignore a NULL extent).
 UPDATE core.gpu_telemetry_series AS c
-SET first_ts = least(coalesce(c.first_ts, e.first_ts), e.first_ts),
-    last_ts = greatest(coalesce(c.last_ts, e.last_ts), e.last_ts),
+SET first_ts = least(c.first_ts, e.first_ts),
+    last_ts = greatest(c.last_ts, e.last_ts),
     last_collection_id = getvariable('collection_id')
-FROM (
-    SELECT DISTINCT e.* FROM telemetry_extent AS e JOIN telemetry_series_map AS m USING (series_id)
-) AS e
+FROM telemetry_extent AS e
 WHERE c.series_id = e.series_id;
+
+-- Series first seen by this collection, with the ids their samples were stored under.
+INSERT INTO core.gpu_telemetry_series BY NAME
+SELECT
+    getvariable('cluster') AS cluster,
+    f.series_id,
+    f.series_key,
+    s.* EXCLUDE (series_index),
+    e.first_ts,
+    e.last_ts,
+    getvariable('collection_id') AS first_collection_id,
+    getvariable('collection_id') AS last_collection_id
+FROM telemetry_fresh_series AS f
+JOIN annex_telemetry_series AS s USING (series_index)
+LEFT JOIN telemetry_extent AS e USING (series_id);
 
 INSERT INTO audit.telemetry_targets BY NAME
 SELECT getvariable('collection_id') AS collection_id, getvariable('cluster') AS cluster, *
@@ -29,7 +64,7 @@ SELECT
     getvariable('cluster'),
     getvariable('telemetry_min_ts'),
     getvariable('telemetry_max_ts'),
-    (SELECT count(*) FROM stage_telemetry_series),
+    getvariable('telemetry_series_received'),
     getvariable('telemetry_samples_received'),
     getvariable('telemetry_samples_loaded'),
     false

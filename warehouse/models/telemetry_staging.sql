@@ -1,28 +1,15 @@
 -- Staging tables of the telemetry collector (collectors/telemetry): columns match its Arrow
--- schemas by name. Samples are not staged: they are appended straight into
--- core.gpu_telemetry_samples (see warehouse/models/telemetry.py).
-CREATE TEMP TABLE stage_telemetry_series (
+-- schemas by name. Series and samples are not staged: the telemetry sink receives them (see
+-- warehouse/models/telemetry.py), keeps the series as Arrow and appends the samples straight
+-- into core.gpu_telemetry_samples.
+
+-- per series that had samples: its first and last sample time and how many samples it had in
+-- this collection (one row per series, or several that the merge folds)
+CREATE TEMP TABLE stage_telemetry_extents (
     series_index UINTEGER NOT NULL,
-    gpu_uuid VARCHAR,
-    field_id USMALLINT,
-    metric VARCHAR NOT NULL,
-    unit VARCHAR,
-    kind VARCHAR,
-    exporter_metric VARCHAR,
-    hostname VARCHAR,
-    gpu_index INTEGER,
-    model_name VARCHAR,
-    pci_bus_id VARCHAR,
-    device VARCHAR,
-    pod VARCHAR,
-    namespace VARCHAR,
-    container VARCHAR,
-    mig_profile VARCHAR,
-    mig_instance VARCHAR,
-    driver_version VARCHAR,
-    labels MAP(VARCHAR, VARCHAR),
-    source VARCHAR,
-    target VARCHAR
+    first_ts TIMESTAMP NOT NULL,
+    last_ts TIMESTAMP NOT NULL,
+    samples BIGINT NOT NULL
 );
 
 CREATE TEMP TABLE stage_telemetry_targets (
@@ -46,4 +33,12 @@ CREATE TEMP TABLE telemetry_series_map (
     series_index UINTEGER NOT NULL,
     series_id UINTEGER NOT NULL,
     watermark TIMESTAMP
+);
+
+-- series this collection is the first to see: their ids are taken when the sink maps them, their
+-- core.gpu_telemetry_series rows are written by the merge (with their extents)
+CREATE TEMP TABLE telemetry_fresh_series (
+    series_index UINTEGER NOT NULL,
+    series_key UBIGINT NOT NULL,
+    series_id UINTEGER NOT NULL
 );
