@@ -56,10 +56,13 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
         yield prepared
 
 
-def _instance() -> dg.DagsterInstance:
-    instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(CLUSTERS_PARTITIONS_NAME, [CLUSTER])
-    return instance
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    # A test instance, not an ephemeral one: Dagster keeps module-level references to the
+    # last test instance's storage, which an earlier test's disposed instance would leave dead.
+    with dg.instance_for_test() as test_instance:
+        test_instance.add_dynamic_partitions(CLUSTERS_PARTITIONS_NAME, [CLUSTER])
+        yield test_instance
 
 
 def _run(setup: Setup, instance: dg.DagsterInstance) -> dg.ExecuteInJobResult:
@@ -79,8 +82,9 @@ def _sensor(setup: Setup, instance: dg.DagsterInstance) -> dg.SensorResult | dg.
         return new_attestations(context)
 
 
-def test_sensor_starts_a_collection_that_verifies_loads_and_covers(setup: Setup) -> None:
-    instance = _instance()
+def test_sensor_starts_a_collection_that_verifies_loads_and_covers(
+    setup: Setup, instance: dg.DagsterInstance
+) -> None:
     request = _sensor(setup, instance)
     assert isinstance(request, dg.SensorResult)
     [run] = request.run_requests
@@ -113,8 +117,10 @@ def test_sensor_starts_a_collection_that_verifies_loads_and_covers(setup: Setup)
     assert isinstance(_sensor(setup, instance), dg.SkipReason)
 
 
-def test_checks_catch_unexplained_verdicts_and_unknown_nodes(setup: Setup) -> None:
-    assert _run(setup, _instance()).success
+def test_checks_catch_unexplained_verdicts_and_unknown_nodes(
+    setup: Setup, instance: dg.DagsterInstance
+) -> None:
+    assert _run(setup, instance).success
     with duckdb.connect(str(setup.warehouse_path)) as con:
         for check in (verdicts_explained, attested_nodes_known, coverage_fresh):
             assert check(con, CLUSTER).passed, check.__name__

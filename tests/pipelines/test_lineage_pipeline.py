@@ -51,16 +51,25 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         yield prepared
 
 
-def _instance() -> dg.DagsterInstance:
-    instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(CLUSTERS_PARTITIONS_NAME, [CLUSTER])
-    return instance
+def _resources(setup: Setup) -> dict:
+    """Fresh resources for every Dagster call: a resource set bound to one run or sensor
+    context must not be handed to the next."""
+    return build_resources(str(setup.config_path))
 
 
-def test_sensor_starts_a_load_whose_models_and_checks_hold(setup: Setup) -> None:
-    instance = _instance()
-    resources = build_resources(str(setup.config_path))
-    with dg.build_sensor_context(instance=instance, resources=resources) as context:
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    # A test instance, not an ephemeral one: Dagster keeps module-level references to the
+    # last test instance's storage, which an earlier test's disposed instance would leave dead.
+    with dg.instance_for_test() as test_instance:
+        test_instance.add_dynamic_partitions(CLUSTERS_PARTITIONS_NAME, [CLUSTER])
+        yield test_instance
+
+
+def test_sensor_starts_a_load_whose_models_and_checks_hold(
+    setup: Setup, instance: dg.DagsterInstance
+) -> None:
+    with dg.build_sensor_context(instance=instance, resources=_resources(setup)) as context:
         request = new_lineage_events(context)
     assert isinstance(request, dg.SensorResult) and len(request.run_requests) == 1
 
@@ -68,13 +77,13 @@ def test_sensor_starts_a_load_whose_models_and_checks_hold(setup: Setup) -> None
     inventory = dg.materialize(
         [warehouse_schema, cluster_inventory],
         partition_key=CLUSTER,
-        resources=resources,
+        resources=_resources(setup),
         instance=instance,
     )
     assert inventory.success
     result = dg.materialize(
         [lineage_events, lineage_models, *CHECKS],
-        resources=resources,
+        resources=_resources(setup),
         instance=instance,
         selection=[lineage_events, lineage_models],
         raise_on_error=False,
@@ -105,21 +114,21 @@ def test_sensor_starts_a_load_whose_models_and_checks_hold(setup: Setup) -> None
         ).fetchall()
     assert events > 0 and models > 0
     assert present_unlinked == 0 and linked > 0
-    with dg.build_sensor_context(instance=instance, resources=resources) as context:
+    with dg.build_sensor_context(instance=instance, resources=_resources(setup)) as context:
         assert isinstance(new_lineage_events(context), dg.SkipReason)
 
 
-def test_checks_catch_a_cycle_an_undescribed_source_and_an_unlinked_run(setup: Setup) -> None:
-    resources = build_resources(str(setup.config_path))
-    instance = _instance()
+def test_checks_catch_a_cycle_an_undescribed_source_and_an_unlinked_run(
+    setup: Setup, instance: dg.DagsterInstance
+) -> None:
     assert dg.materialize(
         [warehouse_schema, cluster_inventory],
         partition_key=CLUSTER,
-        resources=resources,
+        resources=_resources(setup),
         instance=instance,
     ).success
     assert dg.materialize(
-        [lineage_events, lineage_models], resources=resources, instance=instance
+        [lineage_events, lineage_models], resources=_resources(setup), instance=instance
     ).success
     with duckdb.connect(str(setup.warehouse_path)) as con:
         assert no_cycles(con, None).passed
