@@ -285,6 +285,27 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("dest", type=Path, metavar="DEST", help="local or mounted folder")
     export.set_defaults(run=cmd_export)
 
+    spdx = commands.add_parser(
+        "spdx",
+        help="write the SPDX 3.0 document (AI and Dataset profiles) of a model and its data",
+        description=(
+            "Write the SPDX 3.0.1 JSON-LD document of a model checkpoint (AI profile) and the "
+            "leaf sources of its training content (Dataset profile, with licences, source "
+            "categories and crawl facts from their lineage facets), read from the published "
+            "copy. The checkpoint is the model's latest in marts.lineage_models unless "
+            "--checkpoint names one."
+        ),
+    )
+    spdx.add_argument("--model", required=True, help="model name (marts.lineage_models)")
+    spdx.add_argument("--checkpoint", metavar="ID", help="a model_version_id of that model")
+    spdx.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="file to write (default: <model>.spdx.json; '-' writes to stdout)",
+    )
+    spdx.set_defaults(run=cmd_spdx)
+
     warehouse = commands.add_parser("warehouse", help="manage the warehouse file")
     actions = warehouse.add_subparsers(dest="action", metavar="ACTION", required=True)
     migrate = actions.add_parser("migrate", help="apply pending migrations")
@@ -693,7 +714,7 @@ def _row_count_text(row_counts: dict[str, int]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from annex.demo import simulated_attestations
+    from annex.demo import simulated_attestations, simulated_lineage
     from simulator.kubernetes import SimulatedCluster
     from simulator.telemetry import TelemetryServer
     from simulator.world import build_world
@@ -738,6 +759,12 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
             outcomes.append(
                 _run_through_dagster(attestations.settings, target, config, "attestation_job")
             )
+        with simulated_lineage(settings, world, args.out, cluster=target.name) as lineage:
+            print(
+                f"the training pipelines' OpenLineage producer sent {lineage.events} events "
+                f"(shuffled, some twice) in {lineage.requests} requests to {lineage.intake_url}"
+            )
+            outcomes.append(_run_through_dagster(lineage.settings, target, config, "lineage_job"))
     _print_summary(settings)
     runs = "\n".join(f"dagster run: {o.run_id} ({o.job_name})" for o in outcomes)
     print(
@@ -746,7 +773,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         f"{runs}\n"
         'next: annex sql -c "select * from marts.fleet_summary"\n'
         '      annex sql -c "select * from marts.gpu_degraded"\n'
-        '      annex sql -c "select * from marts.attestation_coverage_daily"'
+        '      annex sql -c "select * from marts.attestation_coverage_daily"\n'
+        '      annex sql -c "select * from marts.lineage_eu_summary_size"'
     )
     return 0
 
@@ -857,6 +885,35 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
         )
     print(f"exported to {result.dest} (manifest: {result.manifest})")
     return 0
+
+
+def cmd_spdx(args: argparse.Namespace, settings: Settings) -> int:
+    from annex.errors import QueryError
+    from reports.spdx import export_spdx, spdx_json
+    from warehouse import Warehouse
+
+    with Warehouse(settings.warehouse).reader() as con:
+        try:
+            document = export_spdx(con, args.model, model_version_id=args.checkpoint)
+        except LookupError as exc:
+            raise QueryError(
+                str(exc),
+                hint="list the models with: annex sql -c 'SELECT model_name, model_version_id, "
+                "created_at FROM marts.lineage_models ORDER BY 1, 3'",
+            ) from None
+    text = spdx_json(document)
+    if str(args.output) == "-":
+        sys.stdout.buffer.write(text)
+        return 0
+    output = args.output or Path(f"{_file_name(args.model)}.spdx.json")
+    output.write_bytes(text)
+    print(f"wrote {output} ({len(document.get('@graph', [])):,} SPDX elements)")
+    return 0
+
+
+def _file_name(name: str) -> str:
+    """A model name as a safe file name (model names come from lineage events)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "model"
 
 
 def cmd_warehouse_migrate(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,11 +1,14 @@
-"""The demo's confidential-computing evidence: simulated issuers, agents and annex's intake.
+"""The demo's pushed evidence: attestations from simulated issuers and agents, lineage events
+from a simulated OpenLineage producer, both through annex's intake.
 
 ``annex demo`` runs every evidence source against the simulator. For attestations that means
 what a real deployment has: issuers whose key sets annex pins (served over HTTP and fetched
 from the configured URL), the intake (``annex serve``'s server, over TLS with a bearer token)
 that the nodes' agents push to with annex-issued nonces, and a shared folder of earlier
 submissions written by a DaemonSet (the simulator's history). The collection itself is the
-Dagster ``attestation_job``, as in production.
+Dagster ``attestation_job``, as in production. For lineage it means the training pipelines'
+OpenLineage producer (openlineage-python's HTTP transport) posting every training run's events
+to the intake, out of order and with duplicates, then the Dagster ``lineage_job``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,56 @@ class DemoAttestations:
     pushed: int
     accepted: int
     history_files: int
+
+
+@dataclass(frozen=True)
+class DemoLineage:
+    """What the demo's producer delivered, for its closing summary."""
+
+    settings: Settings
+    intake_url: str
+    events: int
+    requests: int
+
+
+LINEAGE_BATCH = 100
+"""Events per request the demo's producer sends (a JSON array to /api/v1/lineage/batch)."""
+
+
+@contextlib.contextmanager
+def simulated_lineage(
+    settings: Settings, world: object, out: Path, *, cluster: str
+) -> Iterator[DemoLineage]:
+    """Run annex's intake with the lineage routes on loopback and let the simulated training
+    pipelines of ``world`` deliver their OpenLineage events to it (their Kubernetes facets
+    name ``cluster``). Yields ``settings`` changed to read that spool. A rerun delivers the
+    same events again: annex stores each once (its event id is the content's hash)."""
+    from annex.lineage import lineage_routes
+    from annex.serve import IntakeServer
+    from annex.settings import ServeSettings
+    from simulator.lineage.producer import build_events, deliver
+
+    os.environ.setdefault(INTAKE_TOKEN_ENV, secrets.token_urlsafe(32))
+    folder = (out / "lineage").absolute()
+    demo = replace(
+        settings,
+        lineage=replace(settings.lineage, spool_dir=folder / "spool", watch_dirs=()),
+        serve=ServeSettings(host="127.0.0.1", port=0, token_env=INTAKE_TOKEN_ENV),
+    )
+    events = build_events(world, cluster=cluster)  # type: ignore[arg-type]
+
+    def world_now() -> datetime:
+        return world.now  # type: ignore[attr-defined,no-any-return]
+
+    with IntakeServer(demo, lineage_routes(demo), clock=world_now) as intake:
+        delivery = deliver(
+            events,
+            intake.url,
+            token=os.environ[INTAKE_TOKEN_ENV],
+            batch_size=LINEAGE_BATCH,
+            shuffle_seed=int(getattr(world, "seed", 0)),
+        )
+        yield DemoLineage(demo, intake.url, len(delivery.order), delivery.requests)
 
 
 @contextlib.contextmanager

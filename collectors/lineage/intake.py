@@ -63,7 +63,8 @@ import pyarrow as pa
 from annex.settings import LineageSettings
 from collectors.attestation.intake import compact_time, write_atomically
 from collectors.lineage.events import RAW_KEEP, Accepted, ParsedBatch, Rejected, parse_events
-from collectors.lineage.schema import TIMESTAMP
+from collectors.lineage.graph import graph_parts
+from collectors.lineage.schema import DATASETS, FACETS, TIMESTAMP
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,8 @@ SPOOL_SCHEMA = pa.schema(
         ("schema_url", pa.string()),
         ("payload", pa.string()),
         ("findings", pa.list_(pa.string())),
+        ("datasets", DATASETS),
+        ("facets", FACETS),
         # kind 'rejected': the REJECTED columns (locator is the collection's)
         ("reason_code", pa.string()),
         ("message", pa.string()),
@@ -130,6 +133,8 @@ def event_line(accepted: Accepted, received_at: str) -> dict[str, Any]:
     offset = when.utcoffset()
     run = event.get("run") if accepted.kind == "RunEvent" else None
     job = event.get("job") if accepted.kind != "DatasetEvent" else None
+    payload = orjson.dumps(event).decode("utf-8")
+    datasets, facets = graph_parts(event, payload)
     return {
         "kind": "event",
         "index": accepted.index,
@@ -144,8 +149,10 @@ def event_line(accepted: Accepted, received_at: str) -> dict[str, Any]:
         "job_name": job.get("name") if job else None,
         "producer": event.get("producer"),
         "schema_url": event.get("schemaURL"),
-        "payload": orjson.dumps(event).decode("utf-8"),
+        "payload": payload,
         "findings": [f"{f.code}: {f.path}" for f in accepted.findings],
+        "datasets": datasets,
+        "facets": facets,
     }
 
 

@@ -1,9 +1,10 @@
 """The Arrow schemas of the tables the lineage collector yields (its contract with the
 warehouse, ``warehouse/models/lineage.py``).
 
-Events are stored as received (less any facet dropped as too large, with a finding): the
-warehouse normalises jobs, runs, datasets, versions, inputs/outputs and facets from
-``payload`` in set-based SQL, so Python touches each event once, to validate it.
+Events are stored as received (less any facet dropped as too large, with a finding), with
+the datasets they name and their facets taken out once where the event is decoded anyway
+(``collectors.lineage.graph``): the warehouse normalises jobs, runs, datasets, versions,
+inputs/outputs and facets from those columns in set-based SQL, never parsing a payload twice.
 """
 
 from __future__ import annotations
@@ -12,6 +13,34 @@ import pyarrow as pa
 
 TIMESTAMP = pa.timestamp("us")
 """Naive UTC."""
+
+DATASETS = pa.list_(
+    pa.struct(
+        [
+            ("item", pa.int32()),  # its number in the event, from 0
+            ("direction", pa.string()),  # 'INPUT' | 'OUTPUT' | 'DATASET'
+            ("namespace", pa.string()),
+            ("name", pa.string()),
+            ("version", pa.string()),  # the version facet's datasetVersion, else NULL
+        ]
+    )
+)
+"""The datasets an event names (``graph.graph_parts``)."""
+
+FACETS = pa.list_(
+    pa.struct(
+        [
+            ("place", pa.string()),  # 'run' | 'job' | 'dataset' | 'input' | 'output'
+            ("item", pa.int32()),  # the dataset's item (dataset, input, output), else NULL
+            ("name", pa.string()),  # the facet's key
+            ("deleted", pa.bool_()),  # {"_deleted": true}
+            ("start", pa.int32()),  # where its JSON text starts in the payload (0-based)
+            ("length", pa.int32()),  # and its length, in characters
+            ("facet", pa.string()),  # its JSON text, only where start is NULL
+        ]
+    )
+)
+"""An event's facets (``graph.graph_parts``)."""
 
 LINEAGE_EVENTS = pa.schema(
     [
@@ -28,6 +57,8 @@ LINEAGE_EVENTS = pa.schema(
         ("schema_url", pa.string()),
         ("payload", pa.string()),  # the event as JSON text
         ("findings", pa.list_(pa.string())),  # e.g. 'facet_too_large: run.facets.x'
+        ("datasets", DATASETS),
+        ("facets", FACETS),
         ("source_locator", pa.string()),  # spool file#line, or file path#line
     ]
 )

@@ -212,6 +212,40 @@ def test_collect_lineage_reads_named_files(tmp_path: Path) -> None:
     assert main(["--config", config, "collect", "lineage", "--file", missing]) != 0
 
 
+def test_annex_spdx_writes_a_model_document(tmp_path: Path, capsys) -> None:
+    world = build_world(8, seed=2)
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(to_json(e) + "\n" for e in build_events(world)))
+    config = str(tmp_path / "annex.toml")
+    settings = load_settings(write_config(tmp_path), env={})
+    assert main(["--config", config, "collect", "lineage", "--file", str(path)]) == 0
+    [(model, checkpoint, leaves)] = query(
+        settings,
+        "SELECT m.model_name, m.model_version_id, count(*) FILTER (WHERE i.is_leaf "
+        "AND i.in_eu_scope AND i.kind = 'DATASET') FROM marts.lineage_models AS m "
+        "JOIN marts.lineage_model_inputs AS i USING (model_version_id) "
+        "GROUP BY ALL ORDER BY 3 DESC, 1 LIMIT 1",
+    )
+    out = tmp_path / "model.spdx.json"
+    args = ["--config", config, "spdx", "--model", model, "--checkpoint", checkpoint]
+    assert main([*args, "-o", str(out)]) == 0
+    graph = json.loads(out.read_text())["@graph"]
+    types = defaultdict(list)
+    for element in graph:
+        types[element["type"]].append(element)
+    [package] = types["ai_AIPackage"]
+    assert package["name"] == model
+    assert len(types["dataset_DatasetPackage"]) == leaves > 0
+    capsys.readouterr()
+    assert main([*args, "-o", "-"]) == 0  # to stdout: the same document
+    again = json.loads(capsys.readouterr().out)["@graph"]
+    ids = sorted(str(e.get("spdxId", e.get("@id"))) for e in graph)
+    assert sorted(str(e.get("spdxId", e.get("@id"))) for e in again) == ids
+    missing = tmp_path / "missing.spdx.json"
+    assert main(["--config", config, "spdx", "--model", "no-such-model", "-o", str(missing)]) != 0
+    assert "annex sql" in capsys.readouterr().err and not missing.exists()
+
+
 def test_annex_serve_hosts_the_lineage_routes(tmp_path: Path) -> None:
     config = write_config(tmp_path)
     process = subprocess.Popen(

@@ -146,6 +146,22 @@ def test_checks_catch_a_cycle_an_undescribed_source_and_an_unlinked_run(
         outcome = leaf_datasets_described(con, None)
         assert not outcome.passed and outcome.metadata["without_licence_or_category"] >= 1
         con.execute("DELETE FROM core.jobs")
+        first_inventory = (
+            "UPDATE audit.collections SET started_at = TIMESTAMP '{}' WHERE source = 'kubernetes'"
+        )
+        con.execute(first_inventory.format("2000-01-01"))  # annex saw every run's time
         outcome = training_runs_linked(con, CLUSTER)
         assert not outcome.passed
         assert outcome.metadata["runs_without_known_job"] == outcome.metadata["training_runs"]
+        assert outcome.metadata["runs_ended_before_first_inventory"] == 0
+        # annex first listed the cluster after the runs ended: their Jobs may have been gone
+        # by then, so only the runs still going count against the check
+        con.execute(first_inventory.format("2100-01-01"))
+        [(ended, going)] = con.execute(
+            "SELECT count(*) FILTER (WHERE ended_at IS NOT NULL), "
+            "count(*) FILTER (WHERE ended_at IS NULL) FROM marts.lineage_run_jobs"
+        ).fetchall()
+        outcome = training_runs_linked(con, CLUSTER)
+        assert outcome.metadata["runs_ended_before_first_inventory"] == ended > 0
+        assert outcome.metadata["runs_without_known_job"] == going
+        assert outcome.passed == (going == 0)

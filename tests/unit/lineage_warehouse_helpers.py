@@ -14,6 +14,7 @@ import duckdb
 import pyarrow as pa
 
 from collectors.lineage.events import event_id, parse_event_time
+from collectors.lineage.graph import graph_parts
 from collectors.lineage.schema import LINEAGE_EVENTS
 from warehouse import Warehouse, load_collection
 from warehouse.models.lineage import LINEAGE_MODEL, dataset_version_id, refresh_lineage
@@ -102,6 +103,8 @@ def event_row(event: dict[str, Any], *, received: datetime | None = None, text: 
     kind = event["schemaURL"].rsplit("/", 1)[-1]
     job = event.get("job") or {}
     run = event.get("run") or {}
+    payload = text if text is not None else json.dumps(event)
+    datasets, facets = graph_parts(event, payload)
     return {
         "event_id": event_id(event),
         "received_at": (received or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None),
@@ -114,8 +117,10 @@ def event_row(event: dict[str, Any], *, received: datetime | None = None, text: 
         "job_name": job.get("name"),
         "producer": event["producer"],
         "schema_url": event["schemaURL"],
-        "payload": text if text is not None else json.dumps(event),
+        "payload": payload,
         "findings": [],
+        "datasets": datasets,
+        "facets": facets,
         "source_locator": "test",
     }
 

@@ -137,6 +137,25 @@ def test_a_damaged_spool_file_loses_only_its_bad_lines(
     assert stats.consumed and stats.consumed[0][0] == path
 
 
+def test_spool_lines_from_before_the_graph_parts_get_them_from_their_payload(
+    tmp_path: Path, events: list[dict], now: datetime
+) -> None:
+    # an intake of an earlier annex wrote lines without datasets and facets: the collection
+    # takes them out of the payload, the same as today's intake does
+    settings = make_settings(tmp_path)
+    assert post(LineageIntake(settings.lineage), json.dumps(events[:4]).encode(), now) == 200
+    [path] = (settings.lineage.spool_dir / "incoming").glob("*.jsonl")
+    today, _, _ = collect(settings, now)
+    lines = [json.loads(line) for line in path.read_bytes().splitlines()]
+    for line in lines[1:]:
+        del line["datasets"], line["facets"]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    before, _, _ = collect(settings, now)
+    assert before.column("datasets").null_count == before.column("facets").null_count == 0
+    assert before.select(["datasets", "facets"]).equals(today.select(["datasets", "facets"]))
+    assert any(before.column("facets").to_pylist())
+
+
 def test_named_files_are_validated_line_by_line_and_never_moved(
     tmp_path: Path, events: list[dict], now: datetime
 ) -> None:

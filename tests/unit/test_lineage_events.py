@@ -22,6 +22,7 @@ from collectors.lineage.events import (
     REASONS,
     ParsedBatch,
     canonical_json,
+    canonical_json_reference,
     es_number,
     event_id,
     parse_event_time,
@@ -250,6 +251,41 @@ def test_rfc8785_key_order_is_utf16() -> None:
         "\U0001f600",
         "\ufb33",
     ]
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(JSON_VALUES)
+def test_canonical_json_equals_the_reference_walk(value: Any) -> None:
+    # the orjson path (with its number rewrites and fallbacks) against the definition
+    assert canonical_json(value) == canonical_json_reference(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 1.0, "b": "1.0,", "c": [1e-6, -0.0, 100.0, 1e20, 2**53 + 1]},
+        {"s": 'x" 1.5 \\', "n": 12345678901234567, "m": -12345678901234567890123},
+        {"\U0001f600": 1, "\ufb33": 2, "e": "\U0001f600 1.0,"},
+        {chr(c): chr(c) for c in [*range(0x100), 0x2028, 0x2029, 0xFEFF, 0xFFFF]},
+    ],
+)
+def test_canonical_json_edge_cases(value: Any) -> None:
+    # numbers ECMAScript spells differently, number-like text in strings, escapes, integers
+    # beyond 64 bits (orjson refuses them) and keys outside the Basic Multilingual Plane
+    assert canonical_json(value) == canonical_json_reference(value)
 
 
 # ------------------------------------------------------------------------------------------

@@ -6,10 +6,12 @@
 -- 2. New events: once per event_id (the content hash): a duplicate in the batch or one stored
 --    before changes nothing. Stored events are read only within this batch's eventTime range
 --    (a resent event has the same eventTime), so the check stays cheap on a year of events.
--- 3. The new events are normalised from their payload in set-based SQL: one row per dataset
---    item (inputs, outputs, a dataset event's dataset) with its version (the version facet's
---    datasetVersion; else, for a run's output, the runId; else NULL: the dataset's external,
---    unversioned node), and one row per facet (run, job, dataset version, input, output).
+-- 3. The new events are normalised in set-based SQL from the graph parts the collector took
+--    out of each payload (collectors/lineage/graph.py; the payload is never parsed here but to
+--    check it is JSON): one row per dataset item (inputs, outputs, a dataset event's dataset)
+--    with its version (the version facet's datasetVersion; else, for a run's output, the
+--    runId; else NULL: the dataset's external, unversioned node), and one row per facet (run,
+--    job, dataset version, input, output).
 --    An event whose run reads and writes the same version is rejected (reads_own_output).
 -- 4. Jobs, datasets, versions and run inputs/outputs are upserted by their keys (ON CONFLICT):
 --    first-seen times only move earlier, a version's producer is the run of its earliest
@@ -21,8 +23,8 @@
 --    (state from the terminal event with the latest eventTime, else the latest event with an
 --    eventType; started_at the earliest START), with their annex_trainingRun and parent
 --    facets from the heads.
--- Memory: the staged payloads are copied once (lin_new, dropped once stored) and their parts
--- once (lin_parsed); items and facets are smaller. A collection's size bounds it: load a large
+-- Memory: the staged payloads are copied once (lin_new, dropped once stored); items and facets
+-- are smaller. A collection's size bounds it: load a large
 -- backlog in collections of some tens of thousands of events. Nothing sorts the JSON columns
 -- (duplicates and latest facets are found by grouping narrow keys): that is what would cost.
 
@@ -39,6 +41,7 @@ SELECT
             THEN format('event_kind {} is not RunEvent, JobEvent or DatasetEvent',
                         coalesce(event_kind, 'NULL'))
         WHEN payload IS NULL THEN 'payload is missing'
+        WHEN datasets IS NULL OR facets IS NULL THEN 'its datasets and facets are missing'
         WHEN event_kind = 'RunEvent' AND run_id IS NULL THEN 'a RunEvent without run_id'
         WHEN event_kind IN ('RunEvent', 'JobEvent')
              AND (job_namespace IS NULL OR job_name IS NULL)
@@ -63,7 +66,7 @@ SET VARIABLE lin_time_lo = (SELECT min(event_time) FROM stage_lineage_events);
 SET VARIABLE lin_time_hi = (SELECT max(event_time) FROM stage_lineage_events);
 
 CREATE OR REPLACE TEMP TABLE lin_new AS
-SELECT s.* EXCLUDE (payload), TRY_CAST(s.payload AS JSON) AS payload
+SELECT s.rowid AS staged_row, s.* EXCLUDE (payload), TRY_CAST(s.payload AS JSON) AS payload
 FROM stage_lineage_events AS s
 WHERE s.rowid NOT IN (SELECT staged_row FROM lin_problems)
   -- twice in the batch: the first staged (narrow keys grouped, the payloads never sorted)
@@ -98,44 +101,13 @@ SELECT
     run_id,
     job_namespace,
     job_name,
-    CASE WHEN job_name IS NOT NULL THEN md5(job_namespace || chr(31) || job_name) END AS job_id,
-    parts[1] AS run_facets,
-    parts[2] AS job_facets,
-    parts[3:5] AS parts
-FROM (
-    SELECT
-        *,
-        json_extract(payload, ['$.run.facets', '$.job.facets', '$.inputs', '$.outputs',
-                               '$.dataset']) AS parts
-    FROM lin_new
-);
+    CASE WHEN job_name IS NOT NULL THEN md5(job_namespace || chr(31) || job_name) END AS job_id
+FROM lin_new;
 
 CREATE OR REPLACE TEMP TABLE lin_items AS
-WITH parts AS (
-    SELECT event_id, event_time, event_kind, run_id, parts FROM lin_parsed
-),
-items AS (
-    SELECT event_id, event_time, event_kind, run_id, 'INPUT' AS direction,
-           unnest(CAST(parts[1] AS JSON[])) AS item
-    FROM parts
-    WHERE json_type(parts[1]) = 'ARRAY'
-    UNION ALL
-    SELECT event_id, event_time, event_kind, run_id, 'OUTPUT',
-           unnest(CAST(parts[2] AS JSON[]))
-    FROM parts
-    WHERE json_type(parts[2]) = 'ARRAY'
-    UNION ALL
-    SELECT event_id, event_time, event_kind, run_id, 'DATASET', parts[3]
-    FROM parts
-    WHERE json_type(parts[3]) = 'OBJECT'
-),
-fields AS (
-    SELECT
-        *,
-        json_extract_string(item, ['$.namespace', '$.name', '$.facets.version.datasetVersion'])
-            AS names,
-        json_extract(item, ['$.facets', '$.inputFacets', '$.outputFacets']) AS facet_sets
-    FROM items
+WITH items AS (
+    SELECT event_id, event_time, event_kind, run_id, unnest(datasets) AS d
+    FROM lin_new
 ),
 versioned AS (
     SELECT
@@ -143,22 +115,21 @@ versioned AS (
         event_time,
         event_kind,
         run_id,
-        direction,
-        names[1] AS namespace,
-        names[2] AS name,
+        d.item AS item,
+        d.direction AS direction,
+        d.namespace AS namespace,
+        d.name AS name,
         CASE
-            WHEN names[3] IS NOT NULL THEN names[3]
-            WHEN direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN run_id
+            WHEN d.version IS NOT NULL THEN d.version
+            WHEN d.direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN run_id
         END AS version,
         CASE
-            WHEN names[3] IS NOT NULL THEN 'facet'
-            WHEN direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN 'run'
+            WHEN d.version IS NOT NULL THEN 'facet'
+            WHEN d.direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN 'run'
             ELSE 'none'
-        END AS version_source,
-        facet_sets[1] AS facets,
-        CASE WHEN direction = 'INPUT' THEN facet_sets[2] ELSE facet_sets[3] END AS io_facets
-    FROM fields
-    WHERE names[1] IS NOT NULL AND names[2] IS NOT NULL
+        END AS version_source
+    FROM items
+    WHERE d.namespace IS NOT NULL AND d.name IS NOT NULL
 )
 SELECT
     *,
@@ -198,7 +169,54 @@ JOIN (SELECT event_id, any_value(namespace) AS namespace, any_value(name) AS nam
 DELETE FROM lin_new WHERE event_id IN (SELECT event_id FROM lin_loops);
 DELETE FROM lin_parsed WHERE event_id IN (SELECT event_id FROM lin_loops);
 DELETE FROM lin_items WHERE event_id IN (SELECT event_id FROM lin_loops);
-ALTER TABLE lin_parsed DROP COLUMN parts;
+
+-- The facets of what is left, before lin_new (and its payloads) is dropped: each cut out of
+-- its payload (collectors/lineage/graph.py), so no JSON is parsed or carried twice, and before
+-- the join, which then moves no payload.
+CREATE OR REPLACE TEMP TABLE lin_facet_rows AS
+WITH entries AS (
+    SELECT
+        event_id,
+        event_time,
+        event_kind,
+        run_id,
+        job_name,
+        job_namespace,
+        f.place AS place,
+        f.item AS item,
+        f.name AS facet_name,
+        f.deleted AS deleted,
+        coalesce(f.facet, substring(payload, f.start + 1, f.length)) AS facet
+    FROM (
+        -- the staged payload text: a JSON value cast back to text would be written anew
+        SELECT event_id, event_time, event_kind, run_id, job_name, job_namespace, payload,
+               unnest(facets) AS f
+        FROM stage_lineage_events
+        WHERE rowid IN (SELECT staged_row FROM lin_new)
+    )
+)
+SELECT
+    e.place AS entity_kind,
+    CASE e.place
+        WHEN 'run' THEN e.run_id
+        WHEN 'job' THEN md5(e.job_namespace || chr(31) || e.job_name)
+        WHEN 'dataset' THEN i.dataset_version_id
+        ELSE e.run_id || '/' || i.dataset_version_id
+    END AS entity_id,
+    e.facet_name,
+    e.event_id,
+    e.event_time,
+    e.deleted,
+    CAST(e.facet AS JSON) AS facet,
+    CASE WHEN e.place IN ('run', 'input', 'output') THEN e.run_id END AS run_id,
+    i.dataset_version_id
+FROM entries AS e
+LEFT JOIN lin_items AS i ON i.event_id = e.event_id AND i.item = e.item
+WHERE (e.place = 'run' AND e.event_kind = 'RunEvent')
+   OR (e.place = 'job' AND e.job_name IS NOT NULL)
+   OR (e.place = 'dataset' AND i.dataset_version_id IS NOT NULL)
+   OR (e.place IN ('input', 'output') AND i.dataset_version_id IS NOT NULL
+       AND e.run_id IS NOT NULL);
 
 INSERT INTO core.lineage_events
     (event_id, received_at, event_time, event_time_offset_minutes, event_kind, event_type,
@@ -285,46 +303,6 @@ ON CONFLICT (run_id, dataset_version_id, direction) DO UPDATE SET
         THEN excluded.first_event_id ELSE first_event_id END;
 
 -- 5. -------------------------------------------------------------------------------------------
-CREATE OR REPLACE TEMP TABLE lin_facet_rows AS
-WITH sets AS (
-    SELECT 'run' AS entity_kind, run_id AS entity_id, event_id, event_time, run_facets AS facets,
-           run_id, NULL AS dataset_version_id
-    FROM lin_parsed
-    WHERE event_kind = 'RunEvent' AND json_type(run_facets) = 'OBJECT'
-    UNION ALL
-    SELECT 'job', job_id, event_id, event_time, job_facets, NULL, NULL
-    FROM lin_parsed
-    WHERE job_id IS NOT NULL AND json_type(job_facets) = 'OBJECT'
-    UNION ALL
-    SELECT 'dataset', dataset_version_id, event_id, event_time, facets, NULL,
-           dataset_version_id
-    FROM lin_items
-    WHERE json_type(facets) = 'OBJECT'
-    UNION ALL
-    SELECT lower(direction), run_id || '/' || dataset_version_id, event_id, event_time,
-           io_facets, run_id, dataset_version_id
-    FROM lin_items
-    WHERE run_id IS NOT NULL AND direction IN ('INPUT', 'OUTPUT')
-      AND json_type(io_facets) = 'OBJECT'
-),
-entries AS (
-    SELECT
-        entity_kind, entity_id, event_id, event_time, run_id, dataset_version_id,
-        unnest(map_entries(CAST(facets AS MAP(VARCHAR, JSON)))) AS e
-    FROM sets
-)
-SELECT
-    entity_kind,
-    entity_id,
-    e.key AS facet_name,
-    event_id,
-    event_time,
-    coalesce(json_extract_string(e.value, '$._deleted') = 'true', false) AS deleted,
-    e.value AS facet,
-    run_id,
-    dataset_version_id
-FROM entries;
-
 INSERT INTO core.lineage_facets
     (entity_kind, entity_id, facet_name, event_id, event_time, deleted, facet, run_id,
      dataset_version_id, day, collection_id)

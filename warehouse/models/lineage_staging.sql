@@ -16,5 +16,9 @@ CREATE TEMP TABLE stage_lineage_events (
     schema_url VARCHAR,
     payload VARCHAR,
     findings VARCHAR[],
+    datasets STRUCT(item INTEGER, direction VARCHAR, namespace VARCHAR, name VARCHAR,
+                    version VARCHAR)[],
+    facets STRUCT(place VARCHAR, item INTEGER, name VARCHAR, deleted BOOLEAN, "start" INTEGER,
+                  length INTEGER, facet VARCHAR)[],
     source_locator VARCHAR
 );

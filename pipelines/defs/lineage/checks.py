@@ -22,16 +22,35 @@ def _row(con: duckdb.DuckDBPyConnection, sql: str) -> tuple:
 
 def training_runs_linked(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
     """Every training run names a Kubernetes Job (annex_trainingRun.kubernetes) that the
-    inventory knows."""
-    (unlinked, without_facet, runs, sample) = one(
+    inventory knows.
+
+    A run that ended before annex's first inventory of its cluster cannot be held to that: its
+    Job may have been deleted (a TTL, a clean-up) before annex ever listed the cluster. Such
+    runs are counted apart and do not fail the check; a run whose cluster annex has never
+    collected does (a misspelt cluster name looks like that).
+    """
+    (unlinked, before, without_facet, runs, sample) = one(
         con,
         """
-        SELECT count(*) FILTER (WHERE NOT job_known),
+        WITH first_inventory AS (
+            SELECT cluster, min(started_at) AS since
+            FROM audit.collections
+            WHERE source = 'kubernetes' AND status = 'succeeded'
+            GROUP BY cluster
+        ),
+        runs AS (
+            SELECT r.*, r.ended_at IS NOT NULL AND r.ended_at < f.since AS before_inventory
+            FROM marts.lineage_run_jobs AS r
+            LEFT JOIN first_inventory AS f ON f.cluster = r.kubernetes_cluster
+            WHERE CAST($cluster AS VARCHAR) IS NULL OR r.kubernetes_cluster = $cluster
+        )
+        SELECT count(*) FILTER (WHERE NOT job_known AND NOT coalesce(before_inventory, false)),
+               count(*) FILTER (WHERE NOT job_known AND before_inventory),
                count(*) FILTER (WHERE NOT has_kubernetes_facet),
                count(*),
-               list(run_id ORDER BY run_id) FILTER (WHERE NOT job_known)[1:5]
-        FROM marts.lineage_run_jobs
-        WHERE CAST($cluster AS VARCHAR) IS NULL OR kubernetes_cluster = $cluster
+               list(run_id ORDER BY run_id)
+                   FILTER (WHERE NOT job_known AND NOT coalesce(before_inventory, false))[1:5]
+        FROM runs
         """,
         cluster,
     )
@@ -40,6 +59,7 @@ def training_runs_linked(con: duckdb.DuckDBPyConnection, cluster: str | None) ->
         metadata={
             "training_runs": runs,
             "runs_without_known_job": unlinked,
+            "runs_ended_before_first_inventory": before,
             "runs_without_kubernetes_facet": without_facet,
             "first_unlinked_runs": ", ".join(str(r) for r in sample or []),
         },
