@@ -24,8 +24,8 @@ from warehouse import CollectionResult, Warehouse, load_collection
 
 if TYPE_CHECKING:
     from collectors.attestation.collect import CollectStats
-    from collectors.attestation.submissions import ArchiveOutcome
     from collectors.attestation.verify import Verifier
+    from collectors.spool import ArchiveOutcome
     from warehouse.connection import OnWait
 
 
@@ -97,7 +97,7 @@ def collect_attestation_evidence(
     inventory). Raises what ``load_collection`` raises; the spool is then untouched.
     """
     from collectors.attestation.collect import CollectStats, collect_attestations
-    from collectors.attestation.submissions import archive_files
+    from collectors.spool import archive_files
     from warehouse.models.attestation import ATTESTATION_MODEL
 
     wh = wh or Warehouse(settings.warehouse)

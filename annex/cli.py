@@ -198,6 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--quiet", action="store_true", help="no access log")
     serve.set_defaults(run=cmd_serve)
 
+    from annex.watch import add_watch_parser
+
+    add_watch_parser(commands)
+
     probe = commands.add_parser("probe", help="the GPU benchmark probes annex deploys")
     probe_actions = probe.add_subparsers(dest="action", metavar="ACTION", required=True)
     manifest = probe_actions.add_parser(
@@ -305,6 +309,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="file to write (default: <model>.spdx.json; '-' writes to stdout)",
     )
     spdx.set_defaults(run=cmd_spdx)
+
+    from annex.compute import add_parser as add_compute_parser
+
+    add_compute_parser(commands)
+
+    from annex.report import add_parser as add_report_parser
+
+    add_report_parser(commands)
 
     warehouse = commands.add_parser("warehouse", help="manage the warehouse file")
     actions = warehouse.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -765,7 +777,13 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
                 f"(shuffled, some twice) in {lineage.requests} requests to {lineage.intake_url}"
             )
             outcomes.append(_run_through_dagster(lineage.settings, target, config, "lineage_job"))
+            outcomes.append(_run_through_dagster(lineage.settings, target, config, "compute_job"))
     _print_summary(settings)
+    largest = _print_compute(settings)
+    from annex.report import render_demo_reports
+
+    # the per-model reports for the model with the most training compute (each takes seconds)
+    render_demo_reports(lineage.settings, args.out, models=largest[:1])
     runs = "\n".join(f"dagster run: {o.run_id} ({o.job_name})" for o in outcomes)
     print(
         f"\nwarehouse: {settings.warehouse.path} "
@@ -774,9 +792,50 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         'next: annex sql -c "select * from marts.fleet_summary"\n'
         '      annex sql -c "select * from marts.gpu_degraded"\n'
         '      annex sql -c "select * from marts.attestation_coverage_daily"\n'
-        '      annex sql -c "select * from marts.lineage_eu_summary_size"'
+        '      annex sql -c "select * from marts.lineage_eu_summary_size"\n'
+        "      annex compute --model annex-lm-400b --no-refresh"
     )
     return 0
+
+
+def _print_compute(settings: Settings) -> list[str]:
+    """The models' cumulative training compute and where they stand against Article 51;
+    returns the model names, the largest compute first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from annex.compute import flop
+    from warehouse import Warehouse
+
+    with Warehouse(settings.warehouse).reader() as con:
+        rows = con.execute(
+            """
+            SELECT m.model_name, m.cumulative_compute_flop, array_to_string(m.compute_methods, '+'),
+                   m.energy_measured_mwh_rounded,
+                   string_agg(
+                       CASE t.threshold WHEN 'gpai' THEN '10^23' WHEN 'systemic_risk' THEN '10^25'
+                            ELSE 'modification' END
+                       || ' ' || t.status
+                       || coalesce(' ' || strftime(t.crossed_at, '%Y-%m-%d'), '')
+                       || coalesce(' (projected ' || strftime(t.projected_crossing_at, '%Y-%m-%d')
+                                   || ')', '')
+                       || coalesce(', notify by ' || strftime(t.notification_due, '%Y-%m-%d'), ''),
+                       '; ' ORDER BY t.threshold_flop)
+                       FILTER (WHERE t.applies)
+            FROM marts.model_compute AS m
+            LEFT JOIN marts.model_compute_thresholds AS t USING (model_name)
+            GROUP BY ALL
+            ORDER BY m.cumulative_compute_flop DESC NULLS LAST, m.model_name
+            """
+        ).fetchall()
+    table = Table(title="Training compute per model (annex compute --model NAME: bands, gaps)")
+    for column in ("model", "FLOP", "method", "MWh", "Article 51"):
+        table.add_column(column, overflow="fold")
+    for model, compute, methods, mwh, thresholds in rows:
+        energy = "-" if mwh is None else str(mwh)
+        table.add_row(model, flop(compute), methods or "-", energy, thresholds or "-")
+    Console().print(table)
+    return [row[0] for row in rows]
 
 
 def _has_attestations(settings: Settings, cluster: str) -> bool:

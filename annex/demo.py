@@ -54,6 +54,9 @@ class DemoLineage:
     requests: int
 
 
+SIMULATED_MODELS = Path(__file__).resolve().parents[1] / "simulator" / "models"
+"""The metadata files of the simulated world's models (the demo's ``[models] dir``)."""
+
 LINEAGE_BATCH = 100
 """Events per request the demo's producer sends (a JSON array to /api/v1/lineage/batch)."""
 
@@ -64,7 +67,8 @@ def simulated_lineage(
 ) -> Iterator[DemoLineage]:
     """Run annex's intake with the lineage routes on loopback and let the simulated training
     pipelines of ``world`` deliver their OpenLineage events to it (their Kubernetes facets
-    name ``cluster``). Yields ``settings`` changed to read that spool. A rerun delivers the
+    name ``cluster``). Yields ``settings`` changed to read that spool and the simulated
+    models' metadata files. A rerun delivers the
     same events again: annex stores each once (its event id is the content's hash)."""
     from annex.lineage import lineage_routes
     from annex.serve import IntakeServer
@@ -77,6 +81,7 @@ def simulated_lineage(
         settings,
         lineage=replace(settings.lineage, spool_dir=folder / "spool", watch_dirs=()),
         serve=ServeSettings(host="127.0.0.1", port=0, token_env=INTAKE_TOKEN_ENV),
+        models=replace(settings.models, dir=SIMULATED_MODELS),
     )
     events = build_events(world, cluster=cluster)  # type: ignore[arg-type]
 

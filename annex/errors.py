@@ -13,6 +13,7 @@ Exit codes are distinct per family so that scripts and schedulers can tell them 
 4     a collection failed (bad or incomplete input from the source)
 5     the warehouse cannot be opened, migrated or written
 6     an analyst's SQL query failed
+7     a report cannot be built (``reports.errors.ReportError``)
 130   interrupted (Ctrl-C)
 ====  ===============================================================
 """

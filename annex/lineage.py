@@ -28,9 +28,9 @@ from annex.settings import Settings
 from warehouse import CollectionResult, Warehouse, load_collection
 
 if TYPE_CHECKING:
-    from collectors.attestation.submissions import ArchiveOutcome
     from collectors.lineage.collect import CollectStats
     from collectors.lineage.intake import LineageIntake
+    from collectors.spool import ArchiveOutcome
     from warehouse.connection import OnWait
 
 LINEAGE_CLUSTER = "*"
@@ -106,8 +106,8 @@ def collect_lineage_evidence(
     A named file that does not exist is a ``ConfigError`` before anything is read. Raises
     what ``load_collection`` raises; the spool is then untouched.
     """
-    from collectors.attestation.submissions import archive_files
     from collectors.lineage.collect import CollectStats, collect_lineage, named_files_missing
+    from collectors.spool import archive_files
     from warehouse.models.lineage import LINEAGE_MODEL
 
     missing = named_files_missing(files)

@@ -246,6 +246,9 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
             lines += ["", f"[topology.profiles.{_toml(name)}]", f"levels = {_toml(levels)}"]
     lines += _attestation_lines(settings)
     lines += _lineage_lines(settings)
+    lines += ["", "[models]", f"dir = {_toml(settings.models.dir.absolute())}"]
+    lines += ["", "[compute]"]
+    lines += [f"{key} = {_toml(value)}" for key, value in vars(settings.compute).items()]
     for cluster in clusters:
         lines += ["", "[[clusters]]", f"name = {_toml(cluster.name)}"]
         if cluster.kubeconfig is not None:

@@ -306,6 +306,29 @@ class ServeSettings:
 
 
 @dataclass(frozen=True)
+class ModelRegistrySettings:
+    """``[models]``: the folder of model metadata files (one YAML per model)."""
+
+    dir: Path = Path("models")
+
+
+@dataclass(frozen=True)
+class ComputeSettings:
+    """``[compute]``: the factors of the training compute and energy figures."""
+
+    pue: float = 1.2
+    """Power usage effectiveness of the data centre (facility energy / IT energy)."""
+    server_overhead: float = 1.82
+    """Server power over GPU power (host CPUs, memory, network); ≈1.82 for DGX-class nodes."""
+    power_fraction: float = 1.0
+    """Share of TDP a training GPU draws, for the TDP-based figures."""
+    default_mfu: float = 0.35
+    """Utilisation assumed where neither telemetry nor benchmarks give one."""
+    disagreement_margin: float = 0.30
+    """Flag hardware- and architecture-based compute differing by more than this share."""
+
+
+@dataclass(frozen=True)
 class Settings:
     warehouse: WarehouseSettings = field(default_factory=WarehouseSettings)
     kubernetes: KubernetesSettings = field(default_factory=KubernetesSettings)
@@ -315,6 +338,8 @@ class Settings:
     attestation: AttestationSettings = field(default_factory=AttestationSettings)
     lineage: LineageSettings = field(default_factory=LineageSettings)
     serve: ServeSettings = field(default_factory=ServeSettings)
+    models: ModelRegistrySettings = field(default_factory=ModelRegistrySettings)
+    compute: ComputeSettings = field(default_factory=ComputeSettings)
     topology_profiles: Mapping[str, tuple[tuple[str, ...], ...]] = field(
         default_factory=lambda: dict(TOPOLOGY_PRESETS)
     )
@@ -593,6 +618,8 @@ def _validate(
     attestation = _attestation(top.get("attestation", dict, {}), source, origin, base)
     lineage = _lineage(top.get("lineage", dict, {}), source, origin, base)
     serve = _serve(top.get("serve", dict, {}), source, origin, base)
+    models = _models(top.get("models", dict, {}), source, origin, base)
+    compute = _compute(top.get("compute", dict, {}), source, origin, base)
     top.finish()
 
     return Settings(
@@ -604,6 +631,8 @@ def _validate(
         attestation=attestation,
         lineage=lineage,
         serve=serve,
+        models=models,
+        compute=compute,
         topology_profiles=profiles,
         source=source,
     )
@@ -917,4 +946,31 @@ def _serve(table: Any, source: str, origin: Mapping[str, str], base: Path | None
     if (settings.tls_cert_file is None) != (settings.tls_key_file is None):
         key = "serve.tls_key_file" if settings.tls_key_file is None else "serve.tls_cert_file"
         raise reader.error(key, None, "is required: TLS needs both tls_cert_file and tls_key_file")
+    return settings
+
+
+def _models(
+    table: Any, source: str, origin: Mapping[str, str], base: Path | None
+) -> ModelRegistrySettings:
+    reader = _Reader(table, "models", source, origin, base)
+    # a folder, so relative to the working directory like lineage.watch_dirs
+    folder = reader.path("dir", ModelRegistrySettings.dir) or ModelRegistrySettings.dir
+    reader.finish()
+    return ModelRegistrySettings(dir=folder)
+
+
+def _compute(
+    table: Any, source: str, origin: Mapping[str, str], base: Path | None
+) -> ComputeSettings:
+    reader = _Reader(table, "compute", source, origin, base)
+    settings = ComputeSettings(
+        pue=reader.number("pue", float, 1.2, minimum=1.0, maximum=3.0),
+        server_overhead=reader.number("server_overhead", float, 1.82, minimum=1.0, maximum=5.0),
+        power_fraction=reader.number("power_fraction", float, 1.0, minimum=0.05, maximum=1.5),
+        default_mfu=reader.number("default_mfu", float, 0.35, minimum=0.01, maximum=1.0),
+        disagreement_margin=reader.number(
+            "disagreement_margin", float, 0.30, minimum=0.01, maximum=10.0
+        ),
+    )
+    reader.finish()
     return settings

@@ -48,6 +48,13 @@ where cluster = ? and whole_gpus
 order by capacity desc, domain limit {top}
 """
 
+API_LATENCY = """
+select resource, verb, requests, cast(round(1000 * p99_seconds) as bigint) as "p99 ms",
+       cast(round(1000 * max_seconds) as bigint) as "max ms",
+       cast(1000 * slo_p99_seconds as bigint) as "SLO p99 ms", within_slo as "within SLO"
+from marts.kubernetes_api_latency where cluster = ? order by verb, resource
+"""
+
 
 def print_fleet_summary(settings: Settings, *, console: Console | None = None) -> None:
     """Print each cluster's headline figures and its GPU breakdowns."""
@@ -75,6 +82,7 @@ def _print_cluster(
         ("GPUs by model", BY_MODEL, (name,)),
         ("GPUs by namespace (holders of GPUs)", BY_NAMESPACE, (name,)),
         ("GPUs by failure domain (broadest level)", BY_DOMAIN, (name, name)),
+        ("API server latency seen by annex, 7 days (SLO: LIST p99 <= 30 s)", API_LATENCY, (name,)),
     ):
         rows = _rows(con, query.format(top=TOP), *params)
         if rows:

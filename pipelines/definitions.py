@@ -10,6 +10,9 @@ from __future__ import annotations
 import dagster as dg
 
 from pipelines.defs import attestation, cluster_state, gpu_evidence, lineage
+from pipelines.defs import compute as compute_defs
+from pipelines.defs import reports as report_defs
+from pipelines.defs import watch as watch_defs
 from pipelines.defs.resources import build_resources
 
 
@@ -24,6 +27,9 @@ def build_defs(config_path: str | None = None) -> dg.Definitions:
         gpu_evidence.defs,
         attestation.defs,
         lineage.defs,
+        compute_defs.defs,
+        report_defs.defs,
+        watch_defs.defs,
         dg.Definitions(resources=build_resources(config_path)),
     )
 

@@ -13,7 +13,6 @@ CLI start-up).
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -114,7 +113,6 @@ class Warehouse:
         self.path = Path(settings.path)
         self.published_path = Path(settings.resolved_published_path)
         self.migrations_dir = migrations_dir
-        self._held = threading.local()
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -234,19 +232,11 @@ class Warehouse:
 
     @contextmanager
     def _lock(self, on_wait: OnWait | None) -> Iterator[None]:
-        if getattr(self._held, "value", False):
-            raise WarehouseError(
-                f"this thread already holds the writer lock of {self.path}",
-                hint="finish the `with wh.writer()` block before publishing or writing again",
-            )
+        # (writer_lock refuses a second hold by the same thread, whichever Warehouse asks)
         with writer_lock(
             self.path, timeout_seconds=self.settings.lock_timeout_seconds, on_wait=on_wait
         ):
-            self._held.value = True
-            try:
-                yield
-            finally:
-                self._held.value = False
+            yield
 
     def _connect_live(self) -> duckdb.DuckDBPyConnection:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ import fcntl
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +27,10 @@ from pathlib import Path
 from annex.errors import WarehouseError
 
 log = logging.getLogger(__name__)
+
+_HELD = threading.local()
+"""The lock files this thread holds: a second ``writer_lock`` on one of them would wait for
+itself (flock locks belong to open files, not processes) until its timeout."""
 
 POLL_SECONDS = 0.1
 """How often a waiting writer tries the lock again (``LOCK_NB``): cheap, and short enough that
@@ -58,15 +63,26 @@ def writer_lock(
     ``timeout_seconds``; then raise ``WarehouseError`` naming the holder.
     """
     lock_path = lock_path_for(warehouse_path)
+    held: set[Path] = _HELD.__dict__.setdefault("paths", set())
+    key = lock_path.absolute()
+    if key in held:
+        raise WarehouseError(
+            f"this thread already holds the writer lock of {warehouse_path}: a second writer "
+            "would wait for itself",
+            hint="finish the `with wh.writer()` block before publishing or writing again, or "
+            "pass its connection down",
+        )
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         if not _try_lock(fd):
             _wait_for_lock(fd, warehouse_path, timeout_seconds, on_wait)
+        held.add(key)
         try:
             _write_holder(fd)
             yield
         finally:
+            held.discard(key)
             os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:

@@ -33,14 +33,14 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 
 import orjson
 
 from annex.settings import AttestationSettings
 from collectors.attestation.nonce import issue_nonce
+from collectors.spool import compact_time, utc, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -75,19 +75,9 @@ def _error(status: int, error: str, hint: str | None = None, **headers: str) -> 
     return IntakeReply(status, payload, {k.replace("_", "-"): v for k, v in headers.items()})
 
 
-def compact_time(moment: datetime) -> str:
-    """``20261102T081001123456Z``: sortable, file-name safe, microseconds kept."""
-    return _utc(moment).strftime("%Y%m%dT%H%M%S%fZ")
-
-
 def iso_time(moment: datetime) -> str:
     """``2026-11-02T08:10:01.123456Z``."""
-    return _utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _utc(moment: datetime) -> datetime:
-    """Aware times are converted to UTC; naive ones are taken as UTC already (DESIGN §2)."""
-    return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def spool_name(received_at: datetime, submission_id: str) -> str:
@@ -104,26 +94,6 @@ def spool_wrapper(body: bytes, *, received_at: datetime, remote: str) -> bytes:
             "submission": body.decode("utf-8"),
         }
     )
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader sees all of it or nothing, even after a
-    crash: a hidden temporary file in the same folder, fsync, rename, fsync of the folder."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
 
 
 class AttestationIntake:
@@ -164,7 +134,7 @@ class AttestationIntake:
         nonce, expires_at = issue_nonce(
             self.nonce_key,
             node_name,
-            now=_utc(now),
+            now=utc(now),
             ttl_seconds=self.settings.nonce_ttl_seconds,
         )
         return IntakeReply(200, {"nonce": nonce, "expires_at": iso_time(expires_at)})

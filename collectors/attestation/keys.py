@@ -37,6 +37,7 @@ from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from annex.settings import AttestationIssuer, AttestationSettings
 from collectors.attestation.jws import loads_strict
+from collectors.spool import write_atomically
 
 Fetch = Callable[[str, float], bytes]
 """``fetch(url, timeout_seconds) -> body``: how annex reads a configured ``jwks_url``."""
@@ -256,9 +257,7 @@ def _key_set_bytes(
 def _write_atomically(path: Path, body: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(body)
-        os.replace(temporary, path)
+        write_atomically(path, body)
     except OSError:
         pass  # a cache that cannot be written costs a fetch next time, nothing else
 

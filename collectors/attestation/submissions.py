@@ -33,10 +33,9 @@ import errno
 import hashlib
 import logging
 import os
-import shutil
 import stat
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,8 +43,10 @@ from typing import Any
 import orjson
 
 from annex.settings import AttestationSettings
-from collectors.attestation.intake import ARCHIVE, INCOMING, SPOOL_SUFFIX, compact_time, spool_name
+from collectors import spool
+from collectors.attestation.intake import ARCHIVE, INCOMING, SPOOL_SUFFIX, spool_name
 from collectors.attestation.verify import Submission
+from collectors.spool import compact_time
 
 log = logging.getLogger(__name__)
 
@@ -102,46 +103,16 @@ def read_submissions(
 
 
 def waiting_files(settings: AttestationSettings) -> Iterator[tuple[Path, str]]:
-    """``(path, 'intake' | 'file')`` of every candidate file, without opening any."""
-    incoming = settings.spool_dir / INCOMING
-    for name in sorted(_names(incoming)):
-        yield incoming / name, "intake"
-    for folder in settings.watch_dirs:
-        for relative in sorted(_walk(folder)):
-            yield folder / relative, "file"
+    """``(path, 'intake' | 'file')`` of every candidate file (``*.json``), without opening
+    any."""
+    return spool.waiting_files(
+        settings.spool_dir / INCOMING, SPOOL_SUFFIX, settings.watch_dirs, (SPOOL_SUFFIX,)
+    )
 
 
 def count_waiting(settings: AttestationSettings) -> int:
     """How many files wait (a directory listing only: the sensor's cheap check)."""
     return sum(1 for _ in waiting_files(settings))
-
-
-def _names(folder: Path) -> Iterator[str]:
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.endswith(SPOOL_SUFFIX) and not entry.name.startswith("."):
-                    yield entry.name
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        log.warning("cannot list %s: %s", folder, exc.strerror or exc)
-
-
-def _walk(folder: Path) -> Iterator[str]:
-    """Relative paths of ``*.json`` files under ``folder``; hidden entries skipped, links not
-    followed."""
-    for root, dirs, files in os.walk(folder, onerror=_walk_error):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        base = Path(root).relative_to(folder)
-        for name in files:
-            if name.endswith(SPOOL_SUFFIX) and not name.startswith("."):
-                yield str(base / name) if base != Path(".") else name
-
-
-def _walk_error(exc: OSError) -> None:
-    if not isinstance(exc, FileNotFoundError):
-        log.warning("cannot list %s: %s", exc.filename, exc.strerror or exc)
 
 
 # --- one file ---------------------------------------------------------------------------------
@@ -295,71 +266,3 @@ def _rejected(
         "raw": raw[:RAW_CAP_BYTES] if raw is not None else None,
     }
     return SpooledFile(path=path, archive_path=archive, submission=None, rejection=row, keep=keep)
-
-
-# --- archiving --------------------------------------------------------------------------------
-
-
-@dataclass
-class ArchiveOutcome:
-    archived: int = 0
-    failed: list[tuple[Path, str]] = field(default_factory=list)
-    """(file, why) of files left in place; the next collection reads them again (its load is
-    idempotent)."""
-
-
-def archive_files(moves: Iterable[tuple[Path, Path]]) -> ArchiveOutcome:
-    """Move each ``(source, destination)``; a source already gone whose destination exists
-    counts as archived. Never raises for one file: failures are listed."""
-    outcome = ArchiveOutcome()
-    folders: set[Path] = set()
-    for source, destination in moves:
-        try:
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            _move(source, destination)
-        except FileNotFoundError:
-            if destination.exists():
-                outcome.archived += 1
-            else:
-                outcome.failed.append((source, "the file vanished before it was archived"))
-            continue
-        except OSError as exc:
-            outcome.failed.append((source, exc.strerror or str(exc)))
-            log.warning("cannot archive %s to %s: %s", source, destination, exc)
-            continue
-        outcome.archived += 1
-        folders.update((source.parent, destination.parent))
-    for folder in folders:
-        _fsync_folder(folder)
-    return outcome
-
-
-def _move(source: Path, destination: Path) -> None:
-    try:
-        os.replace(source, destination)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        # Another file system (a watched volume): copy under a hidden name, then rename.
-        temporary = destination.with_name(f".{destination.name}.{os.getpid()}.tmp")
-        try:
-            shutil.copyfile(source, temporary, follow_symlinks=False)
-            with open(temporary, "rb") as handle:
-                os.fsync(handle.fileno())
-            os.replace(temporary, destination)
-        finally:
-            temporary.unlink(missing_ok=True)
-        source.unlink()
-
-
-def _fsync_folder(folder: Path) -> None:
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)

@@ -102,6 +102,8 @@ class WatchRecord:
     initial_events_done: bool = False
     first_byte_latencies: list[float] = field(default_factory=list)
     """Seconds from sending each request to its response headers."""
+    request_started_at: list[datetime] = field(default_factory=list)
+    """When each request was sent (naive UTC), aligned with ``first_byte_latencies``."""
 
 
 class _Meta(msgspec.Struct, rename="camel", gc=False):
@@ -292,14 +294,17 @@ class Watcher:
         record = self.record
         record.requests += 1
         started = time.perf_counter()
+        sent_at = utc_now()
         try:
             response = self._open(query, (self.settings.connect_timeout_seconds, timeout))
         except ApiException as exc:
             record.first_byte_latencies.append(time.perf_counter() - started)
+            record.request_started_at.append(sent_at)
             raise self._refused(exc) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise _Retry(f"{type(exc).__name__}: {exc}") from None
         record.first_byte_latencies.append(time.perf_counter() - started)
+        record.request_started_at.append(sent_at)
         finished = False
         try:
             try:

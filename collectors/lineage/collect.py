@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from annex.settings import LineageSettings, Settings
-from collectors.attestation.intake import compact_time
+from collectors import spool
 from collectors.lineage.events import RAW_KEEP, parse_events
 from collectors.lineage.graph import graph_parts
 from collectors.lineage.intake import (
@@ -97,43 +97,14 @@ class CollectStats:
 
 def waiting_files(settings: LineageSettings) -> Iterator[tuple[Path, str]]:
     """``(path, 'intake' | 'file')`` of every candidate file, without opening any."""
-    incoming = settings.spool_dir / INCOMING
-    for name in sorted(_names(incoming)):
-        yield incoming / name, "intake"
-    for folder in settings.watch_dirs:
-        for relative in sorted(_walk(folder)):
-            yield folder / relative, "file"
+    return spool.waiting_files(
+        settings.spool_dir / INCOMING, SPOOL_SUFFIX, settings.watch_dirs, FILE_SUFFIXES
+    )
 
 
 def count_waiting(settings: LineageSettings) -> int:
     """How many files wait (a directory listing only: the sensor's cheap check)."""
     return sum(1 for _ in waiting_files(settings))
-
-
-def _names(folder: Path) -> Iterator[str]:
-    try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.name.endswith(SPOOL_SUFFIX) and not entry.name.startswith("."):
-                    yield entry.name
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        log.warning("cannot list %s: %s", folder, exc.strerror or exc)
-
-
-def _walk(folder: Path) -> Iterator[str]:
-    for root, dirs, files in os.walk(folder, onerror=_walk_error):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        base = Path(root).relative_to(folder)
-        for name in files:
-            if name.endswith(FILE_SUFFIXES) and not name.startswith("."):
-                yield str(base / name) if base != Path(".") else name
-
-
-def _walk_error(exc: OSError) -> None:
-    if not isinstance(exc, FileNotFoundError):
-        log.warning("cannot list %s: %s", exc.filename, exc.strerror or exc)
 
 
 # --- the collection ---------------------------------------------------------------------------
@@ -210,7 +181,7 @@ def _archive_path(config: LineageSettings, path: Path, kind: str, now: datetime)
         if stamp.isdigit():
             day = f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}"
         return config.spool_dir / ARCHIVE / day / path.name
-    return config.spool_dir / ARCHIVE / day / f"{compact_time(now)}-{path.name}"
+    return config.spool_dir / ARCHIVE / day / f"{spool.compact_time(now)}-{path.name}"
 
 
 class _Output:

@@ -61,10 +61,10 @@ import orjson
 import pyarrow as pa
 
 from annex.settings import LineageSettings
-from collectors.attestation.intake import compact_time, write_atomically
 from collectors.lineage.events import RAW_KEEP, Accepted, ParsedBatch, Rejected, parse_events
 from collectors.lineage.graph import graph_parts
 from collectors.lineage.schema import DATASETS, FACETS, TIMESTAMP
+from collectors.spool import compact_time, write_atomically
 
 log = logging.getLogger(__name__)
 

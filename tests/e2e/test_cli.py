@@ -37,6 +37,22 @@ def annex(
     )
 
 
+def _pages_as_png(pdf: Path, folder: Path) -> list[Path]:
+    """Every page of ``pdf`` as a PNG, the way poppler's pdftoppm rasterises it."""
+    folder.mkdir(exist_ok=True)
+    prefix = folder / pdf.stem
+    subprocess.run(["pdftoppm", "-r", "40", "-png", str(pdf), str(prefix)], check=True)
+    return sorted(folder.glob(f"{pdf.stem}-*.png"))
+
+
+def _not_blank(png: Path) -> bool:
+    from PIL import Image
+
+    with Image.open(png) as image:
+        darkest, _ = image.convert("L").getextrema()
+    return darkest < 128
+
+
 def test_help_lists_every_command(tmp_path: Path) -> None:
     result = annex("--help", cwd=tmp_path)
     assert result.returncode == 0
@@ -107,6 +123,19 @@ def test_demo_then_sql_agree_with_the_simulated_cluster(tmp_path: Path) -> None:
     assert "succeeded, all 5 checks passed" in run_line.group(0)
     assert f"dagster run: {run_line.group(1)}" in demo.stdout
     assert "Traceback" not in demo.stderr
+    # the pushed evidence went through the intake: lineage landed with its checks passing
+    assert re.search(r"\(lineage_job\): succeeded, all 3 checks passed", demo.stdout), demo.stdout
+    # every report rendered, every page of it a real page (pdftoppm, as a reader sees it)
+    reports = [
+        Path(line.split("report: ", 1)[1])
+        for line in demo.stdout.splitlines()
+        if line.startswith("report: ")
+    ]
+    assert len(reports) >= 2, demo.stdout
+    for pdf in reports:
+        pages = _pages_as_png(pdf, tmp_path / "pages")
+        assert len(pages) >= 3, pdf  # title, contents, content
+        assert all(_not_blank(page) for page in pages), pdf
     count = annex(
         "sql", "-c", "select count(*) as n from core.nodes", "--format", "csv", cwd=tmp_path
     )

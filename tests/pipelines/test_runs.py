@@ -114,7 +114,8 @@ def test_run_with_a_bad_selection_is_a_config_error(setup: Setup) -> None:
 def test_write_settings_round_trips(tmp_path: Path) -> None:
     (tmp_path / "in.toml").write_text(
         "[kubernetes]\npage_size = 42\n[kubernetes.balloons]\npriority_below = -5\n"
-        '[topology.profiles."my rack"]\nlevels = ["rack", ["row", "aisle"]]\n',
+        '[topology.profiles."my rack"]\nlevels = ["rack", ["row", "aisle"]]\n'
+        '[models]\ndir = "registry"\n[compute]\npue = 1.1\n',
         encoding="utf-8",
     )
     settings = load_settings(tmp_path / "in.toml", env={})
@@ -124,6 +125,8 @@ def test_write_settings_round_trips(tmp_path: Path) -> None:
     assert again.kubernetes == settings.kubernetes
     assert again.topology_profiles == settings.topology_profiles
     assert again.warehouse.path == settings.warehouse.path.absolute()
+    assert again.models.dir == settings.models.dir.absolute()
+    assert again.compute == settings.compute and again.compute.pue == 1.1
     assert again.clusters == (
         ClusterSettings(name="c-1", kubeconfig=Path("kc").absolute(), context='ctx "q"'),
     )

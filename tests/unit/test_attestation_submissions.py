@@ -20,11 +20,11 @@ from collectors.attestation.intake import spool_name, spool_wrapper
 from collectors.attestation.submissions import (
     RAW_CAP_BYTES,
     SETTLE_SECONDS,
-    archive_files,
     count_waiting,
     read_spool,
     read_submissions,
 )
+from collectors.spool import archive_files
 
 NOW = datetime(2026, 11, 2, 9, 0, 0)
 RECEIVED = datetime(2026, 11, 2, 8, 10, 1, 123456)

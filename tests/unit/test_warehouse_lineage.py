@@ -677,3 +677,37 @@ def test_refresh_joins_the_callers_transaction(wh):
         con.execute("ROLLBACK")
         assert counts["models"] == 2
         assert con.execute("SELECT count(*) FROM marts.lineage_models").fetchone() == (0,)
+
+
+def test_attestation_coverage_rows_learn_their_training_run(wh: Warehouse) -> None:
+    # coverage computed before the lineage arrived: the lineage refresh fills run_id, for
+    # the days the run was going only, and a reused Job name gets the run of its own day
+    day = T0.date()
+    rows = [
+        (day, "train-a"),  # the run of that day
+        (day + timedelta(days=5), "train-a"),  # a later Job of the same name, no run
+        (day, "other"),  # a Job no run names
+    ]
+    with wh.writer() as con:
+        for when, job in rows:
+            con.execute(
+                "INSERT INTO marts.attestation_gpu_hours VALUES ('eu-1', ?, 'node-1', 'team', "
+                "?, NULL, 8, 8, 0, 0, 0, now()::TIMESTAMP)",
+                [when, job],
+            )
+    facets = {"annex_trainingRun": training_facet("m", "PRETRAINING", ("eu-1", "team", "train-a"))}
+    load(
+        wh,
+        [
+            run_event(run_id("a"), "START", T0, run_facets=facets),
+            run_event(run_id("a"), "COMPLETE", T0 + minutes(90), run_facets=facets),
+        ],
+    )
+    linked = query(
+        wh, "SELECT day, job_name, run_id FROM marts.attestation_gpu_hours ORDER BY day, job_name"
+    )
+    assert linked == [
+        (day, "other", None),
+        (day, "train-a", run_id("a")),
+        (day + timedelta(days=5), "train-a", None),
+    ]

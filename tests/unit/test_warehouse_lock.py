@@ -147,3 +147,17 @@ def test_live_file_opened_by_an_analyst_is_reported_not_retried(tmp_path: Path) 
     # Once the analyst is gone, writing works again.
     result = load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
     assert result.status == "succeeded"
+
+
+def test_a_second_warehouse_on_the_same_file_in_one_thread_is_refused_not_deadlocked(
+    tmp_path: Path,
+) -> None:
+    # two Warehouse objects, one file: the second writer would wait for the first until its
+    # timeout and then blame the lock's holder (this very process)
+    first, second = _warehouse(tmp_path, timeout=30), _warehouse(tmp_path, timeout=30)
+    first.migrate()
+    refused = pytest.raises(WarehouseError, match="already holds the writer lock")
+    with first.writer(), refused, second.writer():
+        pass
+    with second.writer() as con:  # released: the next writer goes ahead
+        assert con.execute("SELECT 1").fetchone() == (1,)

@@ -478,6 +478,38 @@ FROM pieces
 GROUP BY day, node_name, namespace, job_name
 """
 
+_LINK_RUNS = """
+UPDATE marts.attestation_gpu_hours AS h
+SET run_id = (
+    SELECT arg_max(r.run_id, coalesce(r.started_at, r.first_event_time))
+    FROM core.lineage_runs AS r
+    WHERE r.kubernetes_cluster = h.cluster
+      AND r.kubernetes_namespace = h.namespace
+      AND r.kubernetes_job_name = h.job_name
+      AND coalesce(r.started_at, r.first_event_time) < h.day + INTERVAL 1 DAY
+      AND (r.ended_at IS NULL OR r.ended_at >= h.day)
+)
+WHERE h.job_name IS NOT NULL
+  AND (CAST($cluster AS VARCHAR) IS NULL OR h.cluster = $cluster)
+  AND (CAST($lo AS TIMESTAMP) IS NULL OR h.day >= CAST($lo AS DATE))
+  AND (CAST($hi AS TIMESTAMP) IS NULL OR h.day < CAST($hi AS DATE))
+"""
+
+
+def link_training_runs(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    cluster: str | None = None,
+    lo: datetime | None = None,
+    hi: datetime | None = None,
+) -> None:
+    """Set ``marts.attestation_gpu_hours.run_id``: the OpenLineage training run that names the
+    row's Job (annex_trainingRun.kubernetes) and was running that day (the latest started of
+    them, should a Job name be reused). Called by the coverage refresh for its days and by the
+    lineage refresh for every day, so whichever evidence arrives last completes the link."""
+    con.execute(_LINK_RUNS, {"cluster": cluster, "lo": lo, "hi": hi})
+
+
 _CLUSTERS = """
 WITH done AS (
     SELECT cluster, max(attestation_horizon) AS attestation, max(inventory_horizon) AS inventory
@@ -744,6 +776,7 @@ def _rebuild_days(
     written["node_window_rows"] = _count(_execute(con, _INSERT_WINDOWS, params | {"now": now}))
     _execute(con, _DELETE_HOURS, params)
     written["gpu_hours_rows"] = _count(_execute(con, _INSERT_HOURS, params | {"now": now}))
+    link_training_runs(con, cluster=params["cluster"], lo=params["lo"], hi=params["hi"])
     log.debug("attestation coverage %s %s..%s: %s", cluster, first, last, written)
     return written
 

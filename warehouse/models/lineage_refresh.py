@@ -34,6 +34,7 @@ import time
 import duckdb
 
 from warehouse.migrate import utc_now
+from warehouse.models.attestation_coverage import link_training_runs
 from warehouse.transaction import atomic
 
 log = logging.getLogger(__name__)
@@ -240,6 +241,7 @@ def refresh_lineage(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
             con.execute(_CYCLES, {"now": now})
             con.execute("DELETE FROM marts.lineage_models")
             con.execute(_MODELS_INSERT, {"now": now})
+            link_training_runs(con)  # attestation coverage per training run
             counts = {
                 "models": _scalar(con, "SELECT count(*) FROM marts.lineage_models"),
                 "model_inputs": _scalar(con, "SELECT count(*) FROM marts.lineage_model_inputs"),

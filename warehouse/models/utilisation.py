@@ -13,6 +13,9 @@ What is rebuilt, per cluster:
   the hour after it when that one is already rolled up (its first energy increase starts from
   the load's last sample). An hour's rows are deleted and recomputed from *all* samples of the
   hour, so a window loaded in two pieces ends up complete.
+* ``marts.gpu_pod_daily`` (migration 0011: the telemetry per pod label, node and day, which
+  training compute joins instead of the GPU-hours): every UTC day of those hours, summed again
+  whole from ``marts.gpu_hourly``.
 * ``marts.node_gpu_hours`` and ``marts.namespace_gpu_hours`` (inventory GPU-hours beside the
   telemetry of those GPUs): the telemetry hours above, plus the hours touched by successful
   kubernetes collections newer than the cluster's last ``inventory_horizon`` in
@@ -45,7 +48,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import duckdb
@@ -553,6 +556,44 @@ FROM rows
     ),
 )
 
+# The pod-node-days (migration 0011) of the (cluster, day)s in util_pod_days, $first..$last: each
+# day is summed again whole from marts.gpu_hourly, so a day rebuilt in several refreshes ends
+# complete.
+_DELETE_POD_DAYS = """
+DELETE FROM marts.gpu_pod_daily AS p
+WHERE p.day >= $first AND p.day <= $last
+  AND EXISTS (SELECT 1 FROM util_pod_days AS u WHERE u.cluster = p.cluster AND u.day = p.day)
+"""
+
+_INSERT_POD_DAYS = """
+INSERT INTO marts.gpu_pod_daily BY NAME
+SELECT
+    g.cluster,
+    g.day,
+    g.workload_namespace,
+    g.workload_pod,
+    g.node_name,
+    list_sort(list_distinct(list(g.gpu_uuid))) AS gpu_uuids,
+    min(g.hour) AS first_hour,
+    max(g.hour) AS last_hour,
+    count(*) AS gpu_hour_rows,
+    sum(g.pod_label_fraction) AS labelled_gpu_hours,
+    sum(CASE WHEN g.tensor_active IS NOT NULL THEN g.pod_label_fraction END) AS tensor_gpu_hours,
+    sum(g.tensor_active * g.pod_label_fraction) AS tensor_active_gpu_hours,
+    sum(CASE WHEN g.busy IS NOT NULL THEN g.pod_label_fraction END) AS busy_gpu_hours,
+    sum(g.busy * g.pod_label_fraction) AS busy_active_gpu_hours,
+    sum(CASE WHEN coalesce(g.energy_joules, g.energy_estimated_joules) IS NOT NULL
+             THEN g.pod_label_fraction END) AS energy_gpu_hours,
+    sum(coalesce(g.energy_joules, g.energy_estimated_joules) * g.pod_label_fraction)
+        AS energy_joules,
+    CAST($now AS TIMESTAMP) AS refreshed_at
+FROM marts.gpu_hourly AS g
+WHERE g.day >= $first AND g.day <= $last
+  AND g.workload_pod IS NOT NULL AND g.workload_namespace IS NOT NULL AND g.node_name IS NOT NULL
+  AND EXISTS (SELECT 1 FROM util_pod_days AS u WHERE u.cluster = g.cluster AND u.day = g.day)
+GROUP BY g.cluster, g.day, g.workload_namespace, g.workload_pod, g.node_name
+"""
+
 # Hours rebuilt for the inventory only: the balloon status of a labelled pod may have changed.
 _UPDATE_POD_CATEGORY = """
 UPDATE marts.gpu_hourly AS g
@@ -902,6 +943,7 @@ _TEMP_TABLES = (
     "util_segments",
     "util_held",
     "util_written",
+    "util_pod_days",
 )
 
 
@@ -1004,6 +1046,11 @@ def _refresh(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, int]:
             bounds = {"lo": chunk[0], "hi": chunk[-1] + timedelta(hours=1)}
             _run(con, "delete gpu_hourly", _DELETE_GPU_HOURS, bounds)
             _run(con, "insert gpu_hourly", _INSERT_GPU_HOURS, {"now": now})
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE util_pod_days AS "
+            "SELECT DISTINCT cluster, CAST(hour AS DATE) AS day FROM util_hours WHERE telemetry"
+        )
+        _rebuild_pod_days(con, gpu_hours[0].date(), gpu_hours[-1].date(), now)
 
     for start in range(0, len(all_hours), CHUNK_HOURS):
         chunk = all_hours[start : start + CHUNK_HOURS]
@@ -1040,6 +1087,36 @@ def _refresh(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, int]:
     con.execute(update_loads)
     con.execute(record, {"now": now})
     return counts
+
+
+def rebuild_gpu_pod_daily(con: duckdb.DuckDBPyConnection, first: date, last: date) -> int:
+    """Rebuild ``marts.gpu_pod_daily`` for every cluster's days ``first``..``last`` from
+    ``marts.gpu_hourly``; returns the rows written. ``refresh_gpu_hourly`` keeps the table up to
+    date by itself: this is for GPU-hours written another way (the compute benchmark fills
+    ``marts.gpu_hourly`` in SQL). Atomic, like the refresh."""
+    try:
+        with atomic(con):
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE util_pod_days AS SELECT DISTINCT cluster, day "
+                "FROM marts.gpu_hourly WHERE day >= $first AND day <= $last",
+                {"first": first, "last": last},
+            )
+            _rebuild_pod_days(con, first, last, utc_now())
+            row = con.execute(
+                "SELECT count(*) FROM marts.gpu_pod_daily WHERE day >= $first AND day <= $last",
+                {"first": first, "last": last},
+            ).fetchone()
+    finally:
+        _drop_temp_tables(con)
+    return int(row[0]) if row else 0
+
+
+def _rebuild_pod_days(
+    con: duckdb.DuckDBPyConnection, first: date, last: date, now: datetime
+) -> None:
+    days = {"first": first, "last": last}
+    _run(con, "delete gpu_pod_daily", _DELETE_POD_DAYS, days)
+    _run(con, "insert gpu_pod_daily", _INSERT_POD_DAYS, days | {"now": now})
 
 
 def _run(con: duckdb.DuckDBPyConnection, what: str, sql: Any, params: dict[str, object]) -> None:

@@ -1,0 +1,227 @@
+"""Training compute, time and energy per model, and the Article 51 thresholds: the refresh
+that the CLI (``annex compute``) and the Dagster assets share, and the CLI's report.
+
+The figures are computed once, by ``warehouse.models.compute.refresh_compute`` into ``marts``;
+``annex compute --model NAME`` refreshes them (unless ``--no-refresh``), publishes the analysts'
+copy and prints that copy's rows, so what it prints is what analysts read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
+
+from annex.errors import ConfigError
+from annex.settings import Settings
+
+if TYPE_CHECKING:
+    from warehouse import Warehouse
+    from warehouse.connection import OnWait
+
+
+class PeakTable:
+    """annex's built-in dense peaks (probes/gpubench/peaks.py) as the refresh's catalogue."""
+
+    def sku_for(self, product: str | None) -> str | None:
+        from probes.gpubench.peaks import sku_for
+
+        return sku_for(product)
+
+    def peak(self, sku: str, dtype: str) -> tuple[float | None, float | None]:
+        from probes.gpubench.peaks import PEAKS
+
+        for peak in PEAKS:
+            if peak.gpu_sku == sku:
+                return peak.tflops_dense.get(dtype), peak.tdp_watts
+        return None, None
+
+
+def refresh_compute_marts(
+    settings: Settings,
+    *,
+    wh: Warehouse | None = None,
+    on_wait: OnWait | None = None,
+    now: datetime | None = None,
+    publish: bool = True,
+) -> dict[str, int]:
+    """Validate the model registry, rebuild the compute marts in one transaction, publish."""
+    from annex.model_registry import load_registry, registry_rows
+    from warehouse import Warehouse
+    from warehouse.models.compute import refresh_compute
+
+    registry = load_registry(settings.models.dir)
+    wh = wh or Warehouse(settings.warehouse)
+    with wh.writer(on_wait) as con:
+        counts = refresh_compute(
+            con, settings.compute, registry_rows(registry), PeakTable(), now=now
+        )
+    if publish:
+        wh.publish(on_wait)
+    return counts
+
+
+def model_report(con: Any, model: str) -> dict[str, Any]:
+    """Everything the marts say about ``model``: its row of ``marts.model_compute``, its
+    thresholds, runs and GPU-hours by GPU model. ``ConfigError`` when it has no row."""
+    found = _rows(con, "SELECT * FROM marts.model_compute WHERE model_name = ?", [model])
+    if not found:
+        names = con.execute("SELECT model_name FROM marts.model_compute ORDER BY 1").fetchall()
+        known = [name for (name,) in names]
+        raise ConfigError(
+            f"no compute figures for model {model!r} (models: {', '.join(known) or 'none'})",
+            hint="check the name (annex_trainingRun.modelName or the registry file's name), "
+            "or run `annex compute` without --no-refresh after new collections",
+        )
+    return {
+        "model": found[0],
+        "thresholds": _rows(
+            con,
+            "SELECT * FROM marts.model_compute_thresholds WHERE model_name = ? "
+            "ORDER BY threshold_flop",
+            [model],
+        ),
+        "gpu_hours_by_model": _rows(
+            con,
+            "SELECT * FROM marts.model_gpu_hours WHERE model_name = ? ORDER BY gpu_product",
+            [model],
+        ),
+        "runs": _rows(
+            con,
+            "SELECT * FROM marts.training_run_compute WHERE model_name = ? "
+            "ORDER BY started_at, run_id",
+            [model],
+        ),
+    }
+
+
+def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    cursor = con.execute(sql, params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+# -- the CLI -------------------------------------------------------------------------------
+
+
+def add_parser(commands: Any) -> None:
+    """``annex compute``: registered by annex.cli."""
+    compute = commands.add_parser(
+        "compute",
+        help="training compute, time, energy and Article 51 thresholds of a model",
+        description="Recompute the compute marts from the warehouse and the model registry, "
+        "then print one model's figures with their methods, bands, thresholds and gaps.",
+    )
+    compute.add_argument("--model", required=True, metavar="NAME", help="the model's name")
+    compute.add_argument("--json", action="store_true", help="print the marts' rows as JSON")
+    compute.add_argument(
+        "--no-refresh",
+        action="store_true",
+        help="print the published marts as they are (no write, no registry check)",
+    )
+    compute.set_defaults(run=cmd_compute)
+
+
+def cmd_compute(args: argparse.Namespace, settings: Settings) -> int:
+    from warehouse import Warehouse
+
+    wh = Warehouse(settings.warehouse)
+    if not args.no_refresh:
+        refresh_compute_marts(
+            settings, wh=wh, on_wait=lambda message: print(message, file=sys.stderr)
+        )
+    with wh.reader() as con:
+        report = model_report(con, args.model)
+    if args.json:
+        print(json.dumps(report, default=_jsonable, indent=2, sort_keys=True))
+    else:
+        print(render_text(report))
+    return 0
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def flop(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+def _band(row: dict[str, Any], name: str, unit: str = "") -> str:
+    if row.get(name) is None:
+        return "n/a"
+    return (
+        f"{flop(row[name])}{unit} (band {flop(row[name + '_low'])} to "
+        f"{flop(row[name + '_high'])}{unit})"
+    )
+
+
+def _when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value else "-"
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The human-readable report: every figure with its method, band and gaps."""
+    m = report["model"]
+    lines = [
+        f"model {m['model_name']}"
+        + (f" (provider {m['provider']}, {m['parameters']:,} parameters)" if m["in_registry"] else
+           " (no registry file)"),
+        f"runs: {m['runs']} ({m['running_runs']} running); stages: "
+        + (", ".join(m["stages"]) or "none"),
+        f"GPU-hours: {m['gpu_hours']:,.1f}; hardware-days: {m['hardware_days']:,.2f}",
+    ]  # fmt: skip
+    for g in report["gpu_hours_by_model"]:
+        lines.append(f"  {g['gpu_product']}: {g['gpu_hours']:,.1f} GPU-hours ({g['runs']} runs)")
+    if m["wall_clock_days"] is not None:
+        lines.append(
+            f"training time: {m['wall_clock_days']:,.2f} days wall-clock (band {m['time_band']};"
+            " union of its runs' spans)"
+        )
+    lines += [
+        "compute (FLOP):",
+        f"  hardware-based (GPUs x dense peak x utilisation x time): {_band(m, 'hardware_flop')}",
+        f"  architecture-based (6 x N x tokens; 2 x N for generation): "
+        f"{_band(m, 'architecture_flop')}",
+    ]
+    if m["disagreement"] is not None:
+        verdict = "FLAGGED: beyond the margin" if m["disagreement_flagged"] else "within the margin"
+        lines.append(f"  disagreement: {100 * m['disagreement']:.1f} % ({verdict})")
+    lines += [
+        f"  own compute of record ({', '.join(m['compute_methods']) or 'none'}; the larger "
+        f"estimate per run): {_band(m, 'own_compute_flop')}",
+        f"  base models ({', '.join(m['base_models']) or 'none'}): {flop(m['base_compute_flop'])}",
+        f"  cumulative: {_band(m, 'cumulative_compute_flop')}",
+        "energy:",
+        f"  measured: {_band(m, 'energy_measured_mwh', ' MWh')}; rounded "
+        f"{flop(m['energy_measured_mwh_rounded'])} MWh; {m['energy_measured_method'] or 'n/a'}",
+        f"  estimated: {_band(m, 'energy_estimated_mwh', ' MWh')}; rounded "
+        f"{flop(m['energy_estimated_mwh_rounded'])} MWh; {m['energy_estimated_method'] or 'n/a'}",
+        "thresholds:",
+    ]
+    for t in report["thresholds"]:
+        lines.append(
+            f"  {t['threshold']} ({flop(t['threshold_flop'])} FLOP, {t['threshold_basis']}): "
+            f"{t['status']}; compared {flop(t['compared_flop'])}; crossed {_when(t['crossed_at'])}"
+            f"; projected {_when(t['projected_crossing_at'])}; notify by "
+            f"{_when(t['notification_due'])}"
+            + (f" (projected by {t['projection_basis']})" if t["projection_basis"] else "")
+            + ("; ALERT" if t["alert"] else "")
+        )
+    if m["plan_end"] is not None:
+        lines.append(
+            f"projection: {flop(m['rate_flop_per_s'])} FLOP/s from running jobs to the planned "
+            f"end {_when(m['plan_end'])}: {flop(m['projected_compute_flop'])} FLOP"
+        )
+    if m["planned_compute_flop"] is not None:
+        lines.append(
+            f"planned: the running runs' token plans take cumulative compute to "
+            f"{flop(m['planned_compute_flop'])} FLOP"
+        )
+    lines.append("gaps:" if m["gaps"] else "gaps: none")
+    lines += [f"  - {gap}" for gap in m["gaps"]]
+    return "\n".join(lines)

@@ -1,0 +1,431 @@
+"""The model registry: one human-authored YAML file per model, validated strictly.
+
+What no cluster can know comes from here (Annex XI 1(c)-(f), MDF sections 1-3): the provider,
+versions, parameter count, architecture, licence, modalities, release dates and base models; and
+the join keys that tie training runs to the model: the lineage job names (a run's own job or
+its parent campaign's job) and the Kubernetes namespaces its runs may use. Per model it also
+holds the threshold-alert configuration and an optional training plan (the end date a
+projection of running jobs runs to).
+
+A file looks like::
+
+    name: llama-70b                    # = annex_trainingRun.modelName of its runs
+    provider: Example Labs
+    contact: ai-office-contact@example.com   # template 1.1
+    code_of_practice_signatory: true   # signed the GPAI Code of Practice
+    versions: [v1]
+    parameters: 70000000000            # total; active_parameters for mixtures of experts
+    architecture: dense decoder-only transformer
+    licence: LicenseRef-example
+    modalities: {input: [text], output: [text]}
+    generative: true                   # the 10^23 indicative criterion needs a generative model
+    release_date: 2026-10-01
+    eu_market_date: 2026-10-15
+    base_models: []                    # registry names; for a modification
+    reported_compute_flop: 3.0e24      # only for models trained outside annex's clusters
+    lineage: {jobs: [llama-70b.campaign], namespaces: [team-llm]}
+    training: {dtype: bf16, plan: {end: 2027-06-01T00:00:00Z}}
+    alerts: {enabled: true, thresholds: [gpai, systemic_risk, modification],
+             disagreement_margin: 0.3}
+
+Every error names the file, the field path and what to do; nothing is half-loaded: a folder
+with one bad file is an error (a compliance figure must not silently lose a model).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from annex.errors import ConfigError
+
+THRESHOLD_NAMES = ("gpai", "systemic_risk", "modification")
+"""gpai: 10^23 FLOP (indicative GPAI criterion); systemic_risk: 10^25 FLOP (Art 51(2));
+modification: one third of the base model's compute (Guidelines points 60-61)."""
+
+DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+"""Training data types annex has dense peaks for (core.gpu_peak_reference.dtype)."""
+
+TOP_FIELDS = (
+    "name", "provider", "contact", "code_of_practice_signatory", "versions", "parameters",
+    "active_parameters", "architecture",
+    "licence", "modalities", "generative", "release_date", "eu_market_date", "base_models",
+    "reported_compute_flop", "lineage", "training", "alerts",
+)  # fmt: skip
+
+MODALITIES = ("text", "code", "image", "audio", "video", "protein", "other")
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """How far the running jobs are planned to go: the projection's horizon."""
+
+    end: datetime
+    """Planned end of training (UTC): running jobs are projected at their current rate to it."""
+
+
+@dataclass(frozen=True)
+class AlertConfig:
+    enabled: bool = True
+    thresholds: tuple[str, ...] = THRESHOLD_NAMES
+    disagreement_margin: float | None = None
+    """Overrides ``[compute] disagreement_margin`` for this model."""
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model's metadata file, validated."""
+
+    name: str
+    provider: str
+    parameters: int
+    architecture: str
+    licence: str
+    input_modalities: tuple[str, ...]
+    output_modalities: tuple[str, ...]
+    path: Path
+    versions: tuple[str, ...] = ()
+    active_parameters: int | None = None
+    generative: bool = True
+    release_date: date | None = None
+    eu_market_date: date | None = None
+    contact: str | None = None
+    """How to reach the provider (template 1.1): an address, a form, a mailbox."""
+    code_of_practice_signatory: bool | None = None
+    """Whether the provider signed the GPAI Code of Practice (its copyright chapter)."""
+    base_models: tuple[str, ...] = ()
+    reported_compute_flop: float | None = None
+    lineage_jobs: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    dtype: str = "bf16"
+    plan: TrainingPlan | None = None
+    alerts: AlertConfig = field(default_factory=AlertConfig)
+
+    @property
+    def compute_parameters(self) -> int:
+        """N in 6·N·D: the active parameters of a mixture of experts, else all of them."""
+        return self.active_parameters or self.parameters
+
+
+@dataclass(frozen=True)
+class ModelRegistry:
+    models: tuple[ModelEntry, ...]
+    directory: Path
+
+    def get(self, name: str) -> ModelEntry:
+        for model in self.models:
+            if model.name == name:
+                return model
+        known = ", ".join(m.name for m in self.models) or "none"
+        raise ConfigError(
+            f"no model named {name!r} in the model registry {self.directory} (known: {known})",
+            hint=f"add {self.directory}/{name}.yaml (see annex/model_registry.py for the fields)",
+        )
+
+
+def load_registry(directory: Path) -> ModelRegistry:
+    """Every ``*.yaml``/``*.yml`` file of ``directory``, validated; an absent folder is an empty
+    registry (no models described yet), a bad file a ``ConfigError``."""
+    if not directory.exists():
+        return ModelRegistry((), directory)
+    if not directory.is_dir():
+        raise ConfigError(
+            f"model registry {directory} is not a folder",
+            hint="set [models] dir to a folder of one YAML file per model",
+        )
+    files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml"))
+    models = [parse_model_file(p) for p in files]
+    return ModelRegistry(check_registry(models), directory)
+
+
+def parse_model_file(path: Path) -> ModelEntry:
+    """Read and validate one model file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read model file {path}: {exc}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(
+            f"{path} is not valid YAML: {exc}", hint="fix the syntax at the line shown"
+        ) from None
+    except ValueError as exc:  # YAML reads 2026-13-01 as a date and fails to build it
+        raise ConfigError(
+            f"{path}: a date is not a real date ({exc})", hint="write dates as YYYY-MM-DD"
+        ) from None
+    return parse_model(raw, path)
+
+
+def parse_model(raw: Any, path: Path) -> ModelEntry:
+    """Validate one model's parsed YAML (``path`` only names it in errors)."""
+    top = _Fields(raw, path, "")
+    top.reject_unknown(TOP_FIELDS)  # a misspelt field first, not "licence is missing"
+    lineage = _Fields(top.take("lineage", dict, {}), path, "lineage")
+    training = _Fields(top.take("training", dict, {}), path, "training")
+    plan_raw = training.take("plan", dict, None)
+    plan = None
+    if plan_raw is not None:
+        plan_fields = _Fields(plan_raw, path, "training.plan")
+        plan = TrainingPlan(end=plan_fields.moment("end", required=True))
+        plan_fields.finish()
+    alerts_fields = _Fields(top.take("alerts", dict, {}), path, "alerts")
+    thresholds = alerts_fields.strings("thresholds", THRESHOLD_NAMES, allowed=THRESHOLD_NAMES)
+    margin = alerts_fields.take("disagreement_margin", float, None)
+    if margin is not None and not 0 < margin <= 10:
+        raise alerts_fields.error("disagreement_margin", margin, "must be above 0 and at most 10")
+    alerts = AlertConfig(
+        enabled=alerts_fields.take("enabled", bool, True),
+        thresholds=thresholds,
+        disagreement_margin=margin,
+    )
+    alerts_fields.finish()
+    modalities = _Fields(top.take("modalities", dict, None, required=True), path, "modalities")
+    entry = ModelEntry(
+        name=top.text("name"),
+        provider=top.text("provider"),
+        parameters=top.positive_int("parameters", required=True),
+        architecture=top.text("architecture"),
+        licence=top.text("licence"),
+        input_modalities=modalities.strings("input", (), allowed=MODALITIES, required=True),
+        output_modalities=modalities.strings("output", (), allowed=MODALITIES, required=True),
+        path=path,
+        versions=top.strings("versions", ()),
+        active_parameters=top.positive_int("active_parameters"),
+        generative=top.take("generative", bool, True),
+        release_date=top.day("release_date"),
+        eu_market_date=top.day("eu_market_date"),
+        contact=top.optional_text("contact"),
+        code_of_practice_signatory=top.take("code_of_practice_signatory", bool, None),
+        base_models=top.strings("base_models", ()),
+        reported_compute_flop=top.flop("reported_compute_flop"),
+        lineage_jobs=lineage.strings("jobs", ()),
+        namespaces=lineage.strings("namespaces", ()),
+        dtype=training.choice("dtype", "bf16", DTYPES),
+        plan=plan,
+        alerts=alerts,
+    )
+    modalities.finish()
+    lineage.finish()
+    training.finish()
+    top.finish()
+    if entry.active_parameters is not None and entry.active_parameters > entry.parameters:
+        raise top.error("active_parameters", entry.active_parameters, "must not exceed parameters")
+    return entry
+
+
+def check_registry(models: Iterable[ModelEntry]) -> tuple[ModelEntry, ...]:
+    """Cross-file rules: names unique, base models present and not the model itself."""
+    models = tuple(models)
+    seen: dict[str, Path] = {}
+    for model in models:
+        if model.name in seen:
+            raise ConfigError(
+                f"{model.path}: name {model.name!r} is already used by {seen[model.name]}",
+                hint="each model has one file; merge the two or rename one",
+            )
+        seen[model.name] = model.path
+    for model in models:
+        for index, base in enumerate(model.base_models):
+            if base == model.name or base not in seen:
+                problem = "is the model itself" if base == model.name else "has no registry file"
+                raise ConfigError(
+                    f"{model.path}: base_models[{index}] = {base!r} {problem}",
+                    hint=f"add a file for {base!r} (with reported_compute_flop if it was trained "
+                    "elsewhere) or correct the name",
+                )
+    return models
+
+
+def registry_rows(registry: ModelRegistry) -> list[dict[str, Any]]:
+    """The registry as rows of ``core.model_registry`` (warehouse.models.compute)."""
+    return [
+        {
+            "model_name": m.name,
+            "provider": m.provider,
+            "versions": list(m.versions),
+            "parameters": m.parameters,
+            "active_parameters": m.active_parameters,
+            "architecture": m.architecture,
+            "licence": m.licence,
+            "input_modalities": list(m.input_modalities),
+            "output_modalities": list(m.output_modalities),
+            "generative": m.generative,
+            "release_date": m.release_date,
+            "eu_market_date": m.eu_market_date,
+            "base_models": list(m.base_models),
+            "reported_compute_flop": m.reported_compute_flop,
+            "lineage_jobs": list(m.lineage_jobs),
+            "namespaces": list(m.namespaces),
+            "training_dtype": m.dtype,
+            "plan_end": m.plan.end.replace(tzinfo=None) if m.plan else None,
+            "alerts_enabled": m.alerts.enabled,
+            "alert_thresholds": list(m.alerts.thresholds),
+            "disagreement_margin": m.alerts.disagreement_margin,
+            "source_file": str(m.path),
+        }
+        for m in registry.models
+    ]
+
+
+class _Fields:
+    """Reads one mapping of a model file; errors carry the file and the field path."""
+
+    def __init__(self, table: Any, path: Path, prefix: str) -> None:
+        self.path = path
+        self.prefix = prefix
+        if not isinstance(table, Mapping):
+            where = prefix or "the file"
+            raise ConfigError(
+                f"{path}: {where} must be a mapping of fields, not {type(table).__name__}",
+                hint="write `field: value` lines (see annex/model_registry.py)",
+            )
+        self.table = table
+        self.seen: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}.{name}" if self.prefix else name
+
+    def error(self, name: str, value: Any, problem: str) -> ConfigError:
+        return ConfigError(
+            f"{self.path}: {self.key(name)} = {value!r} {problem}",
+            hint=f"correct {self.key(name)} in {self.path.name}",
+        )
+
+    def take(self, name: str, kind: type, default: Any, *, required: bool = False) -> Any:
+        self.seen.add(name)
+        if name not in self.table or self.table[name] is None:
+            if required:
+                raise ConfigError(
+                    f"{self.path}: {self.key(name)} is missing",
+                    hint=f"add {self.key(name)} to {self.path.name}",
+                )
+            return default
+        value = self.table[name]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if kind is int and isinstance(value, bool):
+            raise self.error(name, value, "must be an integer")
+        if not isinstance(value, kind):
+            raise self.error(name, value, f"must be {_KIND_NAMES[kind]}")
+        return value
+
+    def text(self, name: str) -> str:
+        value = self.take(name, str, None, required=True)
+        if not value.strip():
+            raise self.error(name, value, "must not be empty")
+        return value.strip()
+
+    def optional_text(self, name: str) -> str | None:
+        value = self.take(name, str, None)
+        if value is not None and not value.strip():
+            raise self.error(name, value, "must not be empty (leave the field out instead)")
+        return value.strip() if value is not None else None
+
+    def positive_int(self, name: str, *, required: bool = False) -> int | None:
+        value = self.take(name, int, None, required=required)
+        if value is not None and value <= 0:
+            raise self.error(name, value, "must be a positive integer")
+        return value
+
+    def flop(self, name: str) -> float | None:
+        value = self.take(name, float, None)
+        if value is not None and (not math.isfinite(value) or value <= 0):
+            raise self.error(name, value, "must be a positive number of FLOP, e.g. 3.1e24")
+        return value
+
+    def strings(
+        self,
+        name: str,
+        default: tuple[str, ...],
+        *,
+        allowed: tuple[str, ...] | None = None,
+        required: bool = False,
+    ) -> tuple[str, ...]:
+        value = self.take(name, list, None, required=required)
+        if value is None:
+            return default
+        if not all(isinstance(item, str) and item.strip() for item in value):
+            raise self.error(name, value, "must be a list of non-empty strings")
+        if required and not value:
+            raise self.error(name, value, "must list at least one entry")
+        if allowed is not None:
+            for index, item in enumerate(value):
+                if item not in allowed:
+                    raise ConfigError(
+                        f"{self.path}: {self.key(name)}[{index}] = {item!r} is not one of "
+                        + ", ".join(allowed),
+                        hint=f"use one of the listed values in {self.path.name}",
+                    )
+        return tuple(item.strip() for item in value)
+
+    def choice(self, name: str, default: str, allowed: tuple[str, ...]) -> str:
+        value = self.take(name, str, default)
+        if value not in allowed:
+            raise self.error(name, value, "must be one of " + ", ".join(allowed))
+        return value
+
+    def day(self, name: str) -> date | None:
+        value = self.take(name, object, None)
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            return value.date()
+        if isinstance(value, date):
+            return value
+        if isinstance(value, str):
+            try:
+                return date.fromisoformat(value)
+            except ValueError:
+                pass
+        raise self.error(name, value, "must be a date written YYYY-MM-DD")
+
+    def moment(self, name: str, *, required: bool = False) -> datetime:
+        value = self.take(name, object, None, required=required)
+        if isinstance(value, datetime):
+            moment = value
+        elif isinstance(value, date):
+            moment = datetime.combine(value, time())
+        elif isinstance(value, str):
+            try:
+                moment = datetime.fromisoformat(value)
+            except ValueError:
+                raise self.error(
+                    name, value, "must be a date or time, e.g. 2027-06-01T00:00:00Z"
+                ) from None
+        else:
+            raise self.error(name, value, "must be a date or time, e.g. 2027-06-01T00:00:00Z")
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC)
+
+    def finish(self) -> None:
+        self.reject_unknown(tuple(self.seen))
+
+    def reject_unknown(self, allowed: tuple[str, ...]) -> None:
+        unknown = sorted(str(k) for k in set(self.table) - set(allowed))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], allowed, n=1)
+            guess = f"did you mean {close[0]}? " if close else ""
+            raise ConfigError(
+                f"{self.path}: unknown field {self.key(unknown[0])}",
+                hint=f"{guess}fields allowed here: {', '.join(sorted(allowed))}",
+            )
+
+
+_KIND_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    list: "a list",
+    dict: "a mapping",
+    object: "a value",
+}

@@ -1,0 +1,136 @@
+"""``annex report NAME``: render one report from the published warehouse copy.
+
+The CLI's thin layer over ``reports.generate.generate_report``: parse the period, render, print
+the PDF's path and what it rests on. The same function backs the Dagster report assets.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from annex.settings import Settings
+
+DEFAULT_OUTPUT = Path("annex-reports")
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    """Register ``annex report``."""
+    from reports.catalog import report_definitions
+
+    definitions = report_definitions()
+    report = commands.add_parser(
+        "report",
+        help="render a report (PDF/A-3b with its evidence attached)",
+        description=(
+            "Render a report from the published (read-only) warehouse copy as a PDF/A-3b "
+            "file with its evidence tables and manifest attached. Without --period or "
+            "--from/--to: the last whole month. Reports: "
+            + " ".join(f"{d.name}: {d.summary}" for d in definitions.values())
+        ),
+    )
+    report.add_argument(
+        "name",
+        choices=sorted(definitions),
+        metavar="NAME",
+        help="the report: " + ", ".join(sorted(definitions)),
+    )
+    report.add_argument(
+        "--model",
+        metavar="NAME",
+        help="the model a per-model report describes (training_summary): its model_name in "
+        "the lineage and its metadata file in [models] dir",
+    )
+    report.add_argument("--period", metavar="YYYY-MM", help="a calendar month (UTC)")
+    report.add_argument("--from", dest="first", type=_day, metavar="DAY", help="first day")
+    report.add_argument("--to", dest="last", type=_day, metavar="DAY", help="last day (inclusive)")
+    report.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        metavar="DIR",
+        help=f"folder for the PDF (default: ./{DEFAULT_OUTPUT})",
+    )
+    report.set_defaults(run=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
+    """Without a period: the last whole month before today (what the monthly schedule does).
+    A per-model report takes --model instead and covers all the evidence there is."""
+    from reports.catalog import report_definition
+    from reports.definition import ReportRequest
+    from reports.errors import ReportError
+    from reports.generate import generate_report
+    from reports.period import resolve_period
+    from warehouse import Warehouse
+
+    definition = report_definition(args.name)
+    if definition.needs_model:
+        if not args.model:
+            raise ReportError(
+                f"report {args.name!r} describes one model",
+                hint="give --model NAME (a model_name of marts.lineage_models)",
+            )
+        request = ReportRequest(model=args.model)
+        scope = f"model {args.model}"
+    else:
+        period = resolve_period(args.period, args.first, args.last, today=datetime.now(UTC).date())
+        request = ReportRequest(period=period)
+        scope = f"period {period.describe()}"
+    result = generate_report(
+        Warehouse(settings.warehouse),
+        args.name,
+        request,
+        args.output,
+        models_dir=settings.models.dir,
+    )
+    manifest = result.manifest
+    print(f"wrote {result.path}")
+    print(
+        f"  {scope}, data cut-off {manifest['data_cutoff'] or 'none'}, "
+        f"{len(manifest['collections'])} collections, {len(manifest['tables'])} tables attached"
+    )
+    print(f"  evidence digest sha256:{manifest['evidence_digest']}")
+    if result.refused:
+        print(f"  the renderer refused {len(result.refused)} requests (logged above)")
+    return 0
+
+
+def render_demo_reports(
+    settings: Settings, out: Path, *, models: Sequence[str] | None = None
+) -> list[Path]:
+    """Every report for the running month (the demo's evidence is of the last days), written
+    to ``out/reports``; prints each path. Per-model reports are rendered for ``models``, by
+    default every model of the registry ([models] dir). ``annex demo`` calls this after its
+    collections."""
+    from annex.model_registry import load_registry
+    from reports.catalog import report_definitions
+    from reports.definition import ReportRequest
+    from reports.generate import generate_report
+    from reports.period import month_period
+    from warehouse import Warehouse
+
+    today = datetime.now(UTC).date()
+    request = ReportRequest(period=month_period(f"{today.year:04d}-{today.month:02d}"))
+    wh = Warehouse(settings.warehouse)
+    if models is None:
+        models = [m.name for m in load_registry(settings.models.dir).models]
+    paths = []
+    for name, definition in report_definitions().items():
+        requests = [ReportRequest(model=m) for m in models] if definition.needs_model else [request]
+        for each in requests:
+            result = generate_report(
+                wh, name, each, out / "reports", models_dir=settings.models.dir
+            )
+            print(f"report: {result.path}")
+            paths.append(result.path)
+    return paths
+
+
+def _day(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a day like 2026-11-30") from None

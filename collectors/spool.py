@@ -1,0 +1,166 @@
+"""Spool folders, shared by the pushed evidence sources (attestations, lineage events).
+
+An intake writes each request's file atomically into ``<spool_dir>/incoming`` before it
+answers; producers may also drop files into watched folders. A collection lists what waits
+(cheaply: a directory listing, so a sensor can ask every minute), reads it, and moves the files
+it used up to an archive only after its warehouse transaction committed: a crash in between
+leaves them waiting, and the next collection's load is idempotent.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def compact_time(moment: datetime) -> str:
+    """``20261102T081001123456Z``: sortable, file-name safe, microseconds kept."""
+    return utc(moment).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def utc(moment: datetime) -> datetime:
+    """Aware times are converted to UTC; naive ones are taken as UTC already (DESIGN §2)."""
+    return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a reader sees all of it or nothing, even after a
+    crash: a hidden temporary file in the same folder, fsync, rename, fsync of the folder."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    folder = os.open(path.parent, os.O_RDONLY)  # the rename too must survive a crash
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+# --- what waits ------------------------------------------------------------------------------
+
+
+def waiting_files(
+    incoming: Path,
+    spool_suffix: str,
+    watch_dirs: Iterable[Path],
+    watch_suffixes: tuple[str, ...],
+) -> Iterator[tuple[Path, str]]:
+    """``(path, 'intake' | 'file')`` of every file waiting, without opening any: the intake's
+    files in ``incoming`` (by name, so by arrival), then every file under each watched folder.
+    Hidden entries (an intake's temporary files among them) are skipped, links never
+    followed."""
+    for name in sorted(_names(incoming, spool_suffix)):
+        yield incoming / name, "intake"
+    for folder in watch_dirs:
+        for relative in sorted(_walk(folder, watch_suffixes)):
+            yield folder / relative, "file"
+
+
+def _names(folder: Path, suffix: str) -> Iterator[str]:
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(suffix) and not entry.name.startswith("."):
+                    yield entry.name
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        log.warning("cannot list %s: %s", folder, exc.strerror or exc)
+
+
+def _walk(folder: Path, suffixes: tuple[str, ...]) -> Iterator[str]:
+    for root, dirs, files in os.walk(folder, onerror=_walk_error):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        base = Path(root).relative_to(folder)
+        for name in files:
+            if name.endswith(suffixes) and not name.startswith("."):
+                yield str(base / name) if base != Path(".") else name
+
+
+def _walk_error(exc: OSError) -> None:
+    if not isinstance(exc, FileNotFoundError):
+        log.warning("cannot list %s: %s", exc.filename, exc.strerror or exc)
+
+
+# --- archiving --------------------------------------------------------------------------------
+
+
+@dataclass
+class ArchiveOutcome:
+    archived: int = 0
+    failed: list[tuple[Path, str]] = field(default_factory=list)
+    """(file, why) of files left in place; the next collection reads them again (its load is
+    idempotent)."""
+
+
+def archive_files(moves: Iterable[tuple[Path, Path]]) -> ArchiveOutcome:
+    """Move each ``(source, destination)``; a source already gone whose destination exists
+    counts as archived. Never raises for one file: failures are listed."""
+    outcome = ArchiveOutcome()
+    folders: set[Path] = set()
+    for source, destination in moves:
+        try:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            _move(source, destination)
+        except FileNotFoundError:
+            if destination.exists():
+                outcome.archived += 1
+            else:
+                outcome.failed.append((source, "the file vanished before it was archived"))
+            continue
+        except OSError as exc:
+            outcome.failed.append((source, exc.strerror or str(exc)))
+            log.warning("cannot archive %s to %s: %s", source, destination, exc)
+            continue
+        outcome.archived += 1
+        folders.update((source.parent, destination.parent))
+    for folder in folders:
+        _fsync_folder(folder)
+    return outcome
+
+
+def _move(source: Path, destination: Path) -> None:
+    try:
+        os.replace(source, destination)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        # Another file system (a watched volume): copy under a hidden name, then rename.
+        temporary = destination.with_name(f".{destination.name}.{os.getpid()}.tmp")
+        try:
+            shutil.copyfile(source, temporary, follow_symlinks=False)
+            with open(temporary, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(temporary, destination)
+        finally:
+            temporary.unlink(missing_ok=True)
+        source.unlink()
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)

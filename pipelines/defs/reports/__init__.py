@@ -1,0 +1,10 @@
+"""Reports: one monthly-partitioned asset per report, rendered on the first of each month."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from pipelines.defs.reports.assets import REPORT_ASSETS
+from pipelines.defs.reports.schedules import monthly_reports, reports_job
+
+defs = dg.Definitions(assets=REPORT_ASSETS, jobs=[reports_job], schedules=[monthly_reports])

@@ -1,0 +1,34 @@
+"""Findings: what a report's reader must act on, by severity, each with its remediation.
+
+Kubescape and kube-bench readers expect "summary ordered by priority, then details"
+(reference/stack.md §4): a report's rules turn evidence into findings, and the template lists
+them high first. A missing source of evidence is a finding too: absence is never compliance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SEVERITIES = ("high", "medium", "low", "info")
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str
+    title: str
+    evidence: str
+    """The figures behind it, with the attachment that holds them."""
+    remediation: str
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
+
+
+def ordered(findings: list[Finding]) -> list[Finding]:
+    """High first; within a severity, in the order the rules found them."""
+    return sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
+
+
+def counts(findings: list[Finding]) -> dict[str, int]:
+    return {severity: sum(f.severity == severity for f in findings) for severity in SEVERITIES}

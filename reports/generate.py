@@ -1,0 +1,247 @@
+"""Build one report: read the evidence, render the HTML, lay out the PDF, write it.
+
+Reads only the published read-only copy of the warehouse (``Warehouse.reader()``), so a
+report never blocks a collection and always sees one consistent state. The PDF is written
+to a temporary name and renamed into place: a failed render leaves no half-written file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from annex import __version__
+from annex.model_registry import load_registry
+from reports.catalog import report_definition
+from reports.definition import (
+    Evidence,
+    ReportDefinition,
+    ReportRequest,
+    json_value,
+    period_parameters,
+)
+from reports.errors import ReportError
+from reports.evidence import (
+    COLLECTIONS,
+    build_manifest,
+    data_cutoff,
+    evidence_digest,
+    manifest_bytes,
+    prepare_connection,
+    run_query,
+)
+from reports.render import EmbeddedFile, FetchRecord, RenderLimits, render_pdf
+from reports.templating import render_html
+from warehouse import Warehouse
+
+MANIFEST_NAME = "manifest.json"
+MODEL_METADATA_NAME = "model-metadata.yaml"
+ALL_TIME = {"start_ts": datetime(1970, 1, 1), "end_ts": datetime(9999, 12, 31)}
+"""The collection window of a report that covers no period (a per-model report): every
+collection of its sources, so its figures rest on all the evidence there is."""
+
+
+@dataclass(frozen=True)
+class GeneratedReport:
+    """A written report: where it is, what it rests on, and what the renderer asked for."""
+
+    name: str
+    path: Path
+    manifest: dict[str, Any]
+    evidence: Evidence
+    fetches: tuple[FetchRecord, ...]
+
+    @property
+    def refused(self) -> tuple[FetchRecord, ...]:
+        return tuple(f for f in self.fetches if not f.served)
+
+
+def read_evidence(
+    wh: Warehouse,
+    definition: ReportDefinition,
+    request: ReportRequest,
+    *,
+    today: date,
+    models_dir: Path | None = None,
+) -> Evidence:
+    """Run the report's queries (and the collections it rests on) on the published copy;
+    ``today`` bounds the days a running period is judged on. A per-model report also reads
+    the model's metadata file from ``models_dir`` (the model registry)."""
+    if definition.needs_period and request.period is None:
+        raise ReportError(
+            f"report {definition.name!r} covers a period",
+            hint="give --period YYYY-MM or --from/--to",
+        )
+    if definition.needs_model and not request.model:
+        raise ReportError(
+            f"report {definition.name!r} describes one model",
+            hint="give --model NAME (a model_name of marts.lineage_models)",
+        )
+    sources = list(definition.collection_sources)
+    parameters: dict[str, Any] = {"sources": sources}
+    if request.period is not None:
+        parameters |= period_parameters(request.period, today)
+    else:
+        parameters |= ALL_TIME
+    if request.model is not None:
+        parameters["model"] = request.model
+    with wh.reader() as con:
+        prepare_connection(con)
+        cutoff = data_cutoff(con, sources, parameters["end_ts"])
+        results = {
+            query.name: run_query(con, query, parameters)
+            for query in (COLLECTIONS, *definition.queries)
+        }
+    model = None
+    if definition.needs_model and models_dir is not None:
+        registry = load_registry(models_dir)
+        model = next((m for m in registry.models if m.name == request.model), None)
+    return Evidence(results, request, cutoff, model)
+
+
+def generate_report(
+    wh: Warehouse,
+    name: str,
+    request: ReportRequest,
+    output_dir: Path,
+    *,
+    generated_at: datetime | None = None,
+    limits: RenderLimits | None = None,
+    models_dir: Path | None = None,
+) -> GeneratedReport:
+    """Render report ``name`` for ``request`` into ``output_dir``; return where and what.
+
+    ``generated_at`` (default: now, UTC) goes into the manifest; the pages carry the data
+    cut-off, so the same warehouse and request give the same pages (for a period still
+    running, its date also bounds the days judged). ``models_dir``: the model registry a
+    per-model report reads its human-authored fields from (``settings.models.dir``).
+    """
+    definition = report_definition(name)
+    generated_at = generated_at or datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    evidence = read_evidence(
+        wh, definition, request, today=generated_at.date(), models_dir=models_dir
+    )
+    manifest = build_manifest(
+        definition,
+        evidence,
+        generated_at=generated_at,
+        renderer=f"WeasyPrint {version('weasyprint')}",
+    )
+    digest = evidence_digest(evidence)
+    dated = _document_date(evidence)
+    context = definition.build(evidence)
+    context["report"] = _report_context(definition, evidence, digest, dated) | context.get(
+        "report", {}
+    )
+    html = render_html(definition.template, context)
+    attachments = [
+        EmbeddedFile(result.file_name, result.csv, result.query.description)
+        for result in evidence.results.values()
+    ]
+    if evidence.model is not None:
+        metadata = evidence.model.path.read_bytes()
+        manifest["model_metadata"] = {
+            "file": MODEL_METADATA_NAME,
+            "source": str(evidence.model.path),
+            "sha256": hashlib.sha256(metadata).hexdigest(),
+        }
+        attachments.append(
+            EmbeddedFile(
+                MODEL_METADATA_NAME, metadata, "The model's metadata file (human-authored fields)."
+            )
+        )
+    attachments.append(
+        EmbeddedFile(MANIFEST_NAME, manifest_bytes(manifest), "What this report read and how.")
+    )
+    rendered = render_pdf(
+        html,
+        attachments,
+        identifier=hashlib.sha256(digest.encode()).digest()[:16],
+        dated=dated,
+        limits=limits,
+    )
+    output_dir.mkdir(parents=True, exist_ok=True)
+    path = output_dir / f"{definition.name}-{_slug(request)}.pdf"
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_bytes(rendered.pdf)
+    os.replace(partial, path)
+    return GeneratedReport(definition.name, path, manifest, evidence, rendered.fetches)
+
+
+def _report_context(
+    definition: ReportDefinition, evidence: Evidence, digest: str, dated: datetime
+) -> dict[str, Any]:
+    request = evidence.request
+    period = request.period
+    scope = f"Period {period.label}" if period else (request.model or "")
+    collections = evidence.records(COLLECTIONS.name)
+    clusters = sorted({row["cluster"] for row in collections})
+    failed = sum(row["status"] != "succeeded" for row in collections)
+    facts: list[tuple[str, str]] = []
+    if period is not None:
+        facts.append(("Period", period.describe()))
+    if request.model is not None:
+        facts.append(("Model", request.model))
+        facts.append(
+            (
+                "Model metadata",
+                str(evidence.model.path)
+                if evidence.model
+                else "none: the model registry has no file for this model",
+            )
+        )
+    facts += [
+        ("Clusters", ", ".join(clusters) if clusters else "none: no collection in the period"),
+        (
+            "Data cut-off",
+            evidence.cutoff.strftime("%Y-%m-%d %H:%M UTC")
+            if evidence.cutoff
+            else "none: no successful collection",
+        ),
+        ("Collections used", f"{len(collections)} ({failed} failed)"),
+        ("Evidence digest", f"sha256:{digest}"),
+        ("annex version", __version__),
+    ]
+    return {
+        "name": definition.name,
+        "title": definition.title,
+        "summary": definition.summary,
+        "scope": scope,
+        "facts": facts,
+        "sections": definition.sections,
+        "digest": digest,
+        "dated": dated.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "annex_version": __version__,
+        "simulated": None,
+        "attachments": [
+            {
+                "file": r.file_name,
+                "rows": r.rows,
+                "sha256": r.sha256,
+                "description": r.query.description,
+                "query": "\n".join(line.strip() for line in r.query.sql.strip().splitlines()),
+                "parameters": {k: json_value(v) for k, v in r.parameters.items()},
+            }
+            for r in evidence.results.values()
+        ],
+    }
+
+
+def _document_date(evidence: Evidence) -> datetime:
+    """The PDF's dates: the data cut-off, else the period's start (never the wall clock)."""
+    if evidence.cutoff is not None:
+        return evidence.cutoff.replace(microsecond=0)
+    if evidence.request.period is None:
+        return ALL_TIME["start_ts"]
+    return evidence.request.period.start_time()
+
+
+def _slug(request: ReportRequest) -> str:
+    if request.period is not None:
+        return request.period.label.replace("..", "_to_")
+    return (request.model or "report").replace("/", "_")

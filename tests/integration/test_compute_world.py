@@ -1,0 +1,130 @@
+"""The simulated world's models through the real collections: the inventory from the simulated
+Kubernetes API, the lineage events of its training runs, the registry files of
+simulator/models/, then the compute marts, checked against the world's own truth (GPU counts
+and durations, the token counts its lineage producer emitted). In this world (24 nodes, seed
+3) the text models cross 10^23 and annex-lm-400b's running pre-training is planned to take it
+past 10^25."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+
+from annex.compute import model_report, refresh_compute_marts, render_text
+from annex.inventory import collect_cluster_inventory
+from annex.lineage import collect_lineage_evidence
+from annex.model_registry import load_registry
+from annex.settings import load_settings
+from simulator.kubernetes import SimulatedCluster
+from simulator.lineage.producer import build_events, write_jsonl
+from simulator.world import build_world
+from warehouse import Warehouse
+
+pytestmark = pytest.mark.integration
+
+NODES, SEED, CLUSTER = 24, 3, "sim-compute"
+MODELS = Path(__file__).parents[2] / "simulator" / "models"
+
+
+@pytest.fixture(scope="module")
+def world_marts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    tmp = tmp_path_factory.mktemp("compute-world")
+    world = build_world(nodes=NODES, seed=SEED)
+    events = tmp / "events.jsonl"
+    write_jsonl(build_events(world, cluster=CLUSTER), events)
+    with SimulatedCluster(world) as sim:
+        kubeconfig = sim.write_kubeconfig(tmp / "kubeconfig")
+        config = tmp / "annex.toml"
+        config.write_text(
+            f'[warehouse]\npath = "{tmp / "w.duckdb"}"\n[models]\ndir = "{MODELS}"\n'
+            f'[lineage]\nspool_dir = "{tmp / "spool"}"\nintake_workers = 0\n'
+            f'[[clusters]]\nname = "{CLUSTER}"\nkubeconfig = "{kubeconfig}"\n',
+            encoding="utf-8",
+        )
+        settings = load_settings(config, env={})
+        wh = Warehouse(settings.warehouse)
+        result = collect_cluster_inventory(settings, wh, settings.cluster(CLUSTER), publish=False)
+        assert result.status == "succeeded"
+    collect_lineage_evidence(settings, wh=wh, files=[events], publish=False)
+    now = world.now.astimezone(UTC).replace(tzinfo=None)
+    counts = refresh_compute_marts(settings, wh=wh, now=now)
+    assert counts["models"] == 9
+    yield world, settings, wh, events
+
+
+def _rows(wh: Warehouse, sql: str) -> list[dict]:
+    with wh.reader() as con:
+        cursor = con.execute(sql)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def test_gpu_hours_match_the_worlds_gpu_counts_and_durations(world_marts: tuple) -> None:
+    world, _, wh, _ = world_marts
+    got = {
+        r["kubernetes_job_name"]: r
+        for r in _rows(wh, "SELECT * FROM marts.training_run_compute WHERE gpu_hours NOT NULL")
+    }
+    checked = 0
+    for run in world.training_runs:
+        if run.started is None or run.state == "queued":
+            continue
+        end = run.finished or world.now
+        gpus = run.pods * run.gpus_per_pod
+        truth = gpus * (end - run.started).total_seconds() / 3600
+        row = got[run.job_name]
+        assert row["gpus"] == gpus
+        # pods are bound a few seconds before the trainer starts: at most a minute per GPU
+        assert row["gpu_hours"] == pytest.approx(truth, abs=gpus / 60)
+        assert row["running"] == (run.state in ("running", "starting"))
+        checked += 1
+    assert checked >= 8
+
+
+def test_architecture_compute_is_six_n_d_of_the_emitted_tokens(world_marts: tuple) -> None:
+    _, _, wh, events = world_marts
+    tokens: dict[str, float] = defaultdict(float)
+    models: dict[str, tuple[str, str]] = {}
+    for line in events.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("eventType") != "START":
+            continue
+        facet = event["run"]["facets"].get("annex_trainingRun")
+        if not facet or facet["stage"] not in ("PRETRAINING", "FINE_TUNING"):
+            continue
+        models[event["run"]["runId"]] = (facet["modelName"], facet["stage"])
+        for item in event.get("inputs", []):
+            usage = (item.get("inputFacets") or {}).get("annex_trainingUsage")
+            if usage:
+                tokens[event["run"]["runId"]] += usage["tokensConsumed"]
+    runs = {r["run_id"]: r for r in _rows(wh, "SELECT * FROM marts.training_run_compute")}
+    registry = load_registry(MODELS)
+    assert len(models) >= 20
+    for run_id, (model, _) in models.items():
+        row = runs[run_id]
+        n = registry.get(model).compute_parameters  # active parameters of a MoE
+        assert row["architecture_flop"] == pytest.approx(6 * n * tokens[run_id])
+
+
+def test_a_model_crosses_1e23_and_a_running_job_is_planned_past_1e25(world_marts: tuple) -> None:
+    _, _, wh, _ = world_marts
+    status = {
+        (t["model_name"], t["threshold"]): t
+        for t in _rows(wh, "SELECT * FROM marts.model_compute_thresholds")
+    }
+    assert status[("llama-70b", "gpai")]["status"] == "crossed"
+    assert status[("llama-70b", "systemic_risk")]["status"] == "below"
+    assert status[("vit-h14", "gpai")]["status"] == "not_applicable"  # not generative
+    systemic = status[("annex-lm-400b", "systemic_risk")]
+    assert systemic["status"] == "projected" and systemic["alert"]
+    assert systemic["projection_basis"] == "planned_tokens"
+    (model,) = _rows(wh, "SELECT * FROM marts.model_compute WHERE model_name = 'annex-lm-400b'")
+    assert model["cumulative_compute_flop"] < 1e25 <= model["planned_compute_flop"]
+    with wh.reader() as con:
+        text = render_text(model_report(con, "annex-lm-400b"))
+    assert "systemic_risk (1e+25 FLOP" in text and "(projected by planned_tokens); ALERT" in text

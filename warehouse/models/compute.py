@@ -1,0 +1,1080 @@
+"""Training compute, time and energy per run and model, and the Article 51 thresholds.
+
+``refresh_compute(con, config, registry_rows, catalogue)`` rebuilds, in one transaction (or the
+caller's), ``core.model_registry`` and the ``marts`` tables of migration 0008:
+
+1. SQL gathers the evidence per training run (lineage runs of stage PRETRAINING, FINE_TUNING or
+   SYNTHETIC_GENERATION, attributed to a model by the registry's lineage job names or by their
+   ``annex_trainingRun.modelName``): the Job's GPU intervals (``core.gpu_allocations``) per GPU
+   model, the telemetry of the GPU-hours whose DCGM pod label is one of the Job's pods
+   (``marts.gpu_hourly``, through its per-pod daily sums ``marts.gpu_pod_daily``: counter
+   resets and power-only exporters are handled there), GEMM
+   benchmarks on the Job's nodes, and the tokens of the lineage facets.
+2. Python applies the formulas of ``compute_formulas`` (one definition each) to those few rows
+   per run, and aggregates runs into models and threshold rows.
+3. The results are inserted from Arrow tables.
+
+It reads only the warehouse; which SKU a GPU product is and its dense peak come from
+``catalogue`` (annex passes its built-in peak table) where ``core.gpu_peak_reference`` has none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import operator
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import duckdb
+import pyarrow as pa
+
+from annex.settings import ComputeSettings
+from warehouse.migrate import utc_now
+from warehouse.models import compute_formulas as f
+from warehouse.transaction import atomic
+
+log = logging.getLogger(__name__)
+
+TERMINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
+COUNTED_STAGES = ("PRETRAINING", "FINE_TUNING", "SYNTHETIC_GENERATION")
+_TEMP_TABLES = (
+    "cmp_runs",
+    "cmp_alloc",
+    "cmp_tel_days",
+    "cmp_tel",
+    "cmp_evidence",
+    "cmp_bench",
+    "cmp_tokens",
+)
+
+
+class GpuCatalogue(Protocol):
+    """Which SKU a GPU product name is, and its dense peak and TDP (annex's peak table)."""
+
+    def sku_for(self, product: str | None) -> str | None: ...
+
+    def peak(self, sku: str, dtype: str) -> tuple[float | None, float | None]: ...
+
+
+@dataclass
+class _Group:
+    """One run's holdings on one GPU model, and the figures derived from them."""
+
+    gpu_product: str
+    gpu_sku: str | None
+    gpu_seconds: float
+    open_gpus: int
+    peak_tflops: float | None
+    tdp_watts: float | None
+    telemetry_gpu_hours: float = 0.0
+    tensor_active: float | None = None
+    tensor_gpu_hours: float = 0.0
+    busy: float | None = None
+    busy_gpu_hours: float = 0.0
+    measured_gpu_joules: float = 0.0
+    energy_gpu_hours: float = 0.0
+    benchmark_frac_peak: float | None = None
+    benchmark_ids: list[str] = field(default_factory=list)
+    utilisation: float = 0.0
+    utilisation_source: str = "assumed_default"
+    hardware: f.Band | None = None
+    energy_measured: f.Band | None = None
+    energy_estimated: f.Band | None = None
+
+
+def refresh_compute(
+    con: duckdb.DuckDBPyConnection,
+    config: ComputeSettings,
+    registry_rows: Sequence[Mapping[str, Any]],
+    catalogue: GpuCatalogue,
+    *,
+    now: datetime | None = None,
+) -> dict[str, int]:
+    """Rebuild the registry copy and the compute marts; returns row counts. Atomic."""
+    now = now or utc_now()
+    try:
+        with atomic(con):
+            _write_registry(con, registry_rows, now)
+            _gather(con, now)
+            runs, groups = _runs(con, config, catalogue, now)
+            models = _models(con, config, runs, now)
+            thresholds = _thresholds(con, models, runs, now)
+            for table, rows in (
+                ("marts.training_run_compute", list(runs.values())),
+                ("marts.training_run_gpus", groups),
+                ("marts.model_compute", list(models.values())),
+                ("marts.model_compute_thresholds", thresholds),
+            ):
+                _replace(con, table, rows, now)
+            alerts = sum(1 for t in thresholds if t["alert"])
+            con.execute(
+                "INSERT INTO audit.compute_refreshes VALUES (?, ?, ?, ?, ?, ?)",
+                [now, len(registry_rows), len(runs), len(models), alerts,
+                 json.dumps(asdict(config))],
+            )  # fmt: skip
+    finally:
+        _drop_temp_tables(con)
+    return {"runs": len(runs), "models": len(models), "alerts": alerts}
+
+
+# -- the registry --------------------------------------------------------------------------
+
+
+def _write_registry(
+    con: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[str, Any]], now: datetime
+) -> None:
+    con.execute("DELETE FROM core.model_registry")
+    if not rows:
+        return
+    table = pa.Table.from_pylist([{**row, "loaded_at": now} for row in rows])
+    con.register("cmp_registry_rows", table)
+    try:
+        columns = ", ".join(table.column_names)
+        con.execute(
+            f"INSERT INTO core.model_registry ({columns}) SELECT {columns} FROM cmp_registry_rows"
+        )
+    finally:
+        con.unregister("cmp_registry_rows")
+
+
+# -- evidence (SQL) ------------------------------------------------------------------------
+
+_RUNS = """
+CREATE OR REPLACE TEMP TABLE cmp_runs AS
+WITH reg_jobs AS (
+    SELECT model_name, unnest(lineage_jobs) AS job_name FROM core.model_registry
+),
+runs AS (
+    SELECT r.*, p.job_name AS parent_job_name
+    FROM core.lineage_runs AS r
+    LEFT JOIN core.lineage_runs AS p ON p.run_id = r.parent_run_id
+    WHERE r.stage IN ('PRETRAINING', 'FINE_TUNING', 'SYNTHETIC_GENERATION')
+),
+matched AS (
+    SELECT runs.run_id, min(j.model_name) AS registry_model
+    FROM runs
+    JOIN reg_jobs AS j ON j.job_name = runs.job_name OR j.job_name = runs.parent_job_name
+    GROUP BY runs.run_id
+)
+SELECT
+    runs.run_id,
+    coalesce(m.registry_model, runs.model_name) AS model_name,
+    CASE WHEN m.registry_model IS NULL THEN 'run_model_name' ELSE 'registry_job' END
+        AS attributed_by,
+    runs.model_name AS lineage_model_name,
+    runs.stage,
+    runs.state,
+    coalesce(runs.state NOT IN ('COMPLETE', 'FAIL', 'ABORT'), true) AS running,
+    runs.started_at,
+    runs.ended_at,
+    runs.kubernetes_cluster,
+    runs.kubernetes_namespace,
+    runs.kubernetes_job_name,
+    runs.state_event_id
+FROM runs
+LEFT JOIN matched AS m ON m.run_id = runs.run_id
+WHERE coalesce(m.registry_model, runs.model_name) IS NOT NULL
+"""
+
+_ALLOC = """
+CREATE OR REPLACE TEMP TABLE cmp_alloc AS
+WITH products AS (
+    SELECT cluster, node_name,
+           arg_max(gpu_product, valid_from) FILTER (WHERE gpu_product IS NOT NULL) AS gpu_product
+    FROM core.nodes
+    GROUP BY cluster, node_name
+)
+SELECT
+    row_number() OVER () AS alloc_id,
+    r.run_id,
+    a.cluster,
+    a.pod_uid,
+    a.namespace,
+    a.pod_name,
+    a.node_name,
+    a.gpus,
+    a.valid_from,
+    least(coalesce(a.valid_to, $now), $now) AS valid_to,
+    a.valid_to IS NULL AS open,
+    coalesce(a.valid_to_inferred, false) AS inferred,
+    coalesce(p.gpu_product, 'unknown') AS gpu_product
+FROM cmp_runs AS r
+JOIN core.gpu_allocations AS a
+    ON a.cluster = r.kubernetes_cluster AND a.namespace = r.kubernetes_namespace
+    AND a.job_name = r.kubernetes_job_name
+LEFT JOIN products AS p ON p.cluster = a.cluster AND p.node_name = a.node_name
+WHERE a.resource_name = 'nvidia.com/gpu' AND a.category = 'workload' AND a.valid_from < $now
+"""
+
+# The telemetry of a holding: the pod-node-days of marts.gpu_pod_daily (migration 0011, about
+# 200 times fewer rows than the GPU-hours) with its pod label on its node, limited to the
+# holding's own hours (from the hour of valid_from to valid_to) so that a pod name reused later
+# is not counted twice. A day whose first_hour..last_hour lies wholly inside those hours counts
+# whole; one that straddles the holding's start or end (the same pod name on the same node
+# earlier or later that day) is re-read hour by hour from marts.gpu_hourly (_TELEMETRY_EDGES)
+# and one wholly outside is left out: the same GPU-hours as joining marts.gpu_hourly on the hour
+# range, at a fraction of the cost. ``counted``: the row's sums are the holding's (a straddling
+# day's own are not; its re-read rows are).
+_TELEMETRY_DAYS = """
+CREATE OR REPLACE TEMP TABLE cmp_tel_days AS
+SELECT
+    a.alloc_id,
+    d.cluster,
+    d.day,
+    d.workload_namespace,
+    d.workload_pod,
+    d.node_name,
+    date_trunc('hour', a.valid_from) AS lo,
+    a.valid_to AS hi,
+    d.first_hour >= date_trunc('hour', a.valid_from) AND d.last_hour < a.valid_to AS counted,
+    d.gpu_uuids,
+    d.labelled_gpu_hours,
+    d.tensor_gpu_hours,
+    d.tensor_active_gpu_hours,
+    d.busy_gpu_hours,
+    d.busy_active_gpu_hours,
+    d.energy_gpu_hours,
+    d.energy_joules
+FROM cmp_alloc AS a
+JOIN marts.gpu_pod_daily AS d
+    ON d.cluster = a.cluster AND d.workload_namespace = a.namespace
+    AND d.workload_pod = a.pod_name AND d.node_name = a.node_name
+    AND d.last_hour >= date_trunc('hour', a.valid_from) AND d.first_hour < a.valid_to
+"""
+
+_TELEMETRY_EDGES = """
+INSERT INTO cmp_tel_days
+SELECT
+    e.alloc_id, e.cluster, e.day, e.workload_namespace, e.workload_pod, e.node_name, e.lo, e.hi,
+    true,
+    list_sort(list_distinct(list(h.gpu_uuid))),
+    sum(h.pod_label_fraction),
+    sum(CASE WHEN h.tensor_active IS NOT NULL THEN h.pod_label_fraction END),
+    sum(h.tensor_active * h.pod_label_fraction),
+    sum(CASE WHEN h.busy IS NOT NULL THEN h.pod_label_fraction END),
+    sum(h.busy * h.pod_label_fraction),
+    sum(CASE WHEN coalesce(h.energy_joules, h.energy_estimated_joules) IS NOT NULL
+             THEN h.pod_label_fraction END),
+    sum(coalesce(h.energy_joules, h.energy_estimated_joules) * h.pod_label_fraction)
+FROM (SELECT * FROM cmp_tel_days WHERE NOT counted) AS e
+JOIN marts.gpu_hourly AS h
+    ON h.cluster = e.cluster AND h.day = e.day AND h.workload_namespace = e.workload_namespace
+    AND h.workload_pod = e.workload_pod AND h.node_name = e.node_name
+    AND h.hour >= e.lo AND h.hour < e.hi
+WHERE h.day >= $first AND h.day <= $last
+GROUP BY e.alloc_id, e.cluster, e.day, e.workload_namespace, e.workload_pod, e.node_name, e.lo,
+         e.hi
+"""
+
+_TELEMETRY = """
+CREATE OR REPLACE TEMP TABLE cmp_tel AS
+SELECT
+    a.run_id,
+    a.gpu_product,
+    sum(d.labelled_gpu_hours) AS telemetry_gpu_hours,
+    sum(d.tensor_active_gpu_hours) AS tensor_weighted,
+    coalesce(sum(d.tensor_gpu_hours), 0) AS tensor_gpu_hours,
+    sum(d.busy_active_gpu_hours) AS busy_weighted,
+    coalesce(sum(d.busy_gpu_hours), 0) AS busy_gpu_hours,
+    coalesce(sum(d.energy_joules), 0) AS measured_gpu_joules,
+    coalesce(sum(d.energy_gpu_hours), 0) AS energy_gpu_hours
+FROM cmp_tel_days AS d
+JOIN cmp_alloc AS a ON a.alloc_id = d.alloc_id
+WHERE d.counted
+GROUP BY a.run_id, a.gpu_product
+"""
+
+# The evidence lists of each run (pods and GPUs), kept in SQL: built as Python lists they cost
+# more than every formula together at fleet scale; _replace joins them to the run rows.
+# list_sort(list_distinct(...)) is several times cheaper than list(DISTINCT ... ORDER BY ...).
+_EVIDENCE = """
+CREATE OR REPLACE TEMP TABLE cmp_evidence AS
+WITH pods AS (
+    SELECT run_id, list_sort(list_distinct(list(pod_uid))) AS pod_uids
+    FROM cmp_alloc
+    GROUP BY run_id
+),
+gpus AS (
+    SELECT a.run_id, list_sort(list_distinct(flatten(list(d.gpu_uuids)))) AS gpu_uuids
+    FROM cmp_tel_days AS d
+    JOIN cmp_alloc AS a ON a.alloc_id = d.alloc_id
+    WHERE d.counted
+    GROUP BY a.run_id
+)
+SELECT
+    r.run_id,
+    coalesce(p.pod_uids, []) AS evidence_pod_uids,
+    coalesce(g.gpu_uuids, []) AS evidence_gpu_uuids
+FROM cmp_runs AS r
+LEFT JOIN pods AS p ON p.run_id = r.run_id
+LEFT JOIN gpus AS g ON g.run_id = r.run_id
+"""
+
+_BENCH = """
+CREATE OR REPLACE TEMP TABLE cmp_bench AS
+SELECT
+    a.run_id,
+    a.gpu_product,
+    b.dtype,
+    median(b.frac_peak_flops) AS frac_peak,
+    list(DISTINCT b.record_id ORDER BY b.record_id) AS record_ids
+FROM (SELECT DISTINCT run_id, cluster, node_name, gpu_product FROM cmp_alloc) AS a
+JOIN core.gpu_benchmarks AS b ON b.cluster = a.cluster AND b.node = a.node_name
+WHERE b.benchmark = 'gemm' AND b.frac_peak_flops IS NOT NULL AND coalesce(b.correct, true)
+GROUP BY a.run_id, a.gpu_product, b.dtype
+"""
+
+_FLEET_BENCH = """
+SELECT gpu_sku, dtype, median(frac_peak_flops), list(DISTINCT record_id ORDER BY record_id)[1:20]
+FROM core.gpu_benchmarks
+WHERE benchmark = 'gemm' AND frac_peak_flops IS NOT NULL AND coalesce(correct, true)
+  AND gpu_sku IS NOT NULL
+GROUP BY gpu_sku, dtype
+"""
+
+_TOKENS = """
+CREATE OR REPLACE TEMP TABLE cmp_tokens AS
+SELECT r.run_id,
+       sum(TRY_CAST(c.facet ->> '$.tokensConsumed' AS DOUBLE)) AS tokens,
+       list(DISTINCT c.event_id ORDER BY c.event_id) AS event_ids
+FROM cmp_runs AS r
+JOIN core.lineage_current_facets AS c
+    ON c.entity_kind = 'input' AND c.run_id = r.run_id AND c.facet_name = 'annex_trainingUsage'
+WHERE r.stage <> 'SYNTHETIC_GENERATION'
+GROUP BY r.run_id
+UNION ALL
+SELECT r.run_id,
+       sum(TRY_CAST(v.facet ->> '$.size.tokens' AS DOUBLE)) AS tokens,
+       list(DISTINCT o.first_event_id ORDER BY o.first_event_id) AS event_ids
+FROM cmp_runs AS r
+JOIN core.lineage_run_io AS o ON o.run_id = r.run_id AND o.direction = 'OUTPUT'
+JOIN core.lineage_version_facets AS v
+    ON v.dataset_version_id = o.dataset_version_id AND v.facet_name = 'annex_content'
+WHERE r.stage = 'SYNTHETIC_GENERATION'
+GROUP BY r.run_id
+"""
+
+
+def _gather(con: duckdb.DuckDBPyConnection, now: datetime) -> None:
+    con.execute(_RUNS)
+    con.execute(_ALLOC, {"now": now})
+    con.execute(_TELEMETRY_DAYS)
+    edges = con.execute("SELECT min(day), max(day) FROM cmp_tel_days WHERE NOT counted").fetchone()
+    if edges is not None and edges[0] is not None:
+        con.execute(_TELEMETRY_EDGES, {"first": edges[0], "last": edges[1]})
+    con.execute(_TELEMETRY)
+    con.execute(_EVIDENCE)
+    con.execute(_BENCH)
+    con.execute(_TOKENS)
+
+
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict]:
+    """Rows as dicts, through Arrow (several times faster than zipping fetched tuples)."""
+    return con.sql(sql, params=params).to_arrow_table().to_pylist()
+
+
+# -- per run -------------------------------------------------------------------------------
+
+
+def _runs(
+    con: duckdb.DuckDBPyConnection,
+    config: ComputeSettings,
+    catalogue: GpuCatalogue,
+    now: datetime,
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    registry = {r["model_name"]: r for r in _dicts(con, "SELECT * FROM core.model_registry")}
+    reference = {
+        (sku, dtype): (tflops, tdp)
+        for sku, dtype, tflops, tdp in con.execute(
+            "SELECT gpu_sku, dtype, peak_tflops_dense, tdp_watts FROM core.gpu_peak_reference"
+        ).fetchall()
+    }
+    fleet = {(s, d): (frac, ids) for s, d, frac, ids in con.execute(_FLEET_BENCH).fetchall()}
+    alloc = _dicts(
+        con,
+        """
+        SELECT run_id, gpu_product,
+               sum(gpus * (epoch_us(valid_to) - epoch_us(valid_from))) / 1e6 AS gpu_seconds,
+               CAST(coalesce(sum(gpus) FILTER (WHERE open), 0) AS BIGINT) AS open_gpus,
+               CAST(sum(gpus) AS BIGINT) AS gpus,
+               coalesce(sum(gpus * (epoch_us(valid_to) - epoch_us(valid_from)))
+                        FILTER (WHERE inferred), 0) / 1e6 AS inferred_gpu_seconds,
+               min(valid_from) AS first_at, max(valid_to) AS last_at
+        FROM cmp_alloc GROUP BY run_id, gpu_product ORDER BY run_id, gpu_product
+        """,
+    )
+    tel = {(t["run_id"], t["gpu_product"]): t for t in _dicts(con, "SELECT * FROM cmp_tel")}
+    bench = {
+        (b["run_id"], b["gpu_product"], b["dtype"]): b
+        for b in _dicts(con, "SELECT * FROM cmp_bench")
+    }
+    tokens = {t["run_id"]: t for t in _dicts(con, "SELECT * FROM cmp_tokens")}
+    by_run: dict[str, list[dict]] = defaultdict(list)
+    for row in alloc:
+        by_run[row["run_id"]].append(row)
+
+    runs: dict[str, dict[str, Any]] = {}
+    group_rows: list[dict[str, Any]] = []
+    skus: dict[str, str | None] = {}
+    for run in _dicts(con, "SELECT * FROM cmp_runs ORDER BY run_id"):
+        reg = registry.get(run["model_name"])
+        dtype = reg["training_dtype"] if reg else "bf16"
+        gaps: list[str] = []
+        if reg is None:
+            gaps.append(f"no registry file for model {run['model_name']}")
+        groups: list[_Group] = []
+        benchmark_ids: set[str] = set()
+        for holding in by_run.get(run["run_id"], []):
+            product = holding["gpu_product"]
+            if product not in skus:
+                skus[product] = catalogue.sku_for(None if product == "unknown" else product)
+            sku = skus[product]
+            tflops, tdp = reference.get((sku, dtype), (None, None)) if sku else (None, None)
+            if sku and (tflops is None or tdp is None):
+                built_in = catalogue.peak(sku, dtype)
+                tflops, tdp = tflops or built_in[0], tdp or built_in[1]
+            g = _Group(product, sku, holding["gpu_seconds"], holding["open_gpus"], tflops, tdp)
+            t = tel.get((run["run_id"], product))
+            if t:
+                g.telemetry_gpu_hours = t["telemetry_gpu_hours"] or 0.0
+                g.tensor_gpu_hours = t["tensor_gpu_hours"]
+                g.busy_gpu_hours = t["busy_gpu_hours"]
+                if g.tensor_gpu_hours > 0:
+                    g.tensor_active = t["tensor_weighted"] / g.tensor_gpu_hours
+                if g.busy_gpu_hours > 0:
+                    g.busy = t["busy_weighted"] / g.busy_gpu_hours
+                g.measured_gpu_joules = t["measured_gpu_joules"]
+                g.energy_gpu_hours = t["energy_gpu_hours"]
+            b = bench.get((run["run_id"], product, dtype))
+            if b is not None:
+                g.benchmark_frac_peak, g.benchmark_ids = b["frac_peak"], list(b["record_ids"])
+            elif sku and (sku, dtype) in fleet:
+                g.benchmark_frac_peak, ids = fleet[(sku, dtype)]
+                g.benchmark_ids = list(ids)
+            _apply(g, config, gaps)
+            if g.utilisation_source == "benchmark_calibrated":
+                benchmark_ids.update(g.benchmark_ids)
+            groups.append(g)
+            group_rows.append(_group_row(run, g))
+        token_row = tokens.get(run["run_id"])
+        runs[run["run_id"]] = _run_row(
+            run, reg, registry, groups, by_run.get(run["run_id"], []), token_row, config, now,
+            gaps, sorted(benchmark_ids),
+        )  # fmt: skip
+    return runs, group_rows
+
+
+def _apply(g: _Group, config: ComputeSettings, gaps: list[str]) -> None:
+    """Utilisation, hardware compute and both energies of one run's holdings on a GPU model."""
+    hours = f.gpu_hours(g.gpu_seconds)
+    if g.tensor_active is not None:
+        g.utilisation, g.utilisation_source = g.tensor_active, "telemetry_tensor_active"
+        coverage = g.tensor_gpu_hours / hours if hours else 0.0
+    elif g.busy is not None and g.benchmark_frac_peak is not None:
+        g.utilisation = f.benchmark_utilisation(g.busy, g.benchmark_frac_peak)
+        g.utilisation_source = "benchmark_calibrated"
+        coverage = g.busy_gpu_hours / hours if hours else 0.0
+    else:
+        g.utilisation, g.utilisation_source, coverage = config.default_mfu, "assumed_default", 0.0
+    if g.peak_tflops is None:
+        gaps.append(f"no dense peak for {g.gpu_product}: no hardware-based compute for it")
+    else:
+        flop = f.hardware_flop(g.gpu_seconds, g.peak_tflops, g.utilisation)
+        g.hardware = f.hardware_band(flop, g.utilisation_source, coverage)
+    uncovered_hours = max(0.0, hours - g.energy_gpu_hours)
+    if hours and uncovered_hours > 1e-9:
+        gaps.append(
+            f"{uncovered_hours:.2f} of {hours:.2f} GPU-hours on {g.gpu_product} without DCGM "
+            "energy or power: filled at TDP"
+        )
+    if g.tdp_watts is None:
+        gaps.append(f"no TDP for {g.gpu_product}: no estimated energy, gaps not filled")
+        if g.energy_gpu_hours <= 0:
+            return  # nothing measured, nothing to fill with: unknown, not zero
+        g.energy_measured = f.Band.relative(
+            g.measured_gpu_joules * config.server_overhead * config.pue / f.JOULES_PER_MWH,
+            f.MEASURED_POWER_BAND,
+        )
+        return
+    g.energy_measured = f.measured_energy(
+        g.measured_gpu_joules,
+        uncovered_hours * 3600,
+        g.tdp_watts,
+        config.power_fraction,
+        config.server_overhead,
+        config.pue,
+    )
+    g.energy_estimated = f.estimated_energy(
+        hours, g.tdp_watts, config.power_fraction, config.server_overhead, config.pue
+    )
+
+
+def _group_row(run: Mapping[str, Any], g: _Group) -> dict[str, Any]:
+    return {
+        "run_id": run["run_id"],
+        "model_name": run["model_name"],
+        "gpu_product": g.gpu_product,
+        "gpu_sku": g.gpu_sku,
+        "gpu_hours": f.gpu_hours(g.gpu_seconds),
+        "open_gpus": g.open_gpus,
+        "peak_tflops_dense": g.peak_tflops,
+        "tdp_watts": g.tdp_watts,
+        "telemetry_gpu_hours": g.telemetry_gpu_hours,
+        "tensor_active": g.tensor_active,
+        "busy": g.busy,
+        "benchmark_frac_peak": g.benchmark_frac_peak,
+        "utilisation": g.utilisation,
+        "utilisation_source": g.utilisation_source,
+        **_band("hardware_flop", g.hardware),
+        "measured_gpu_joules": g.measured_gpu_joules,
+        "energy_gpu_hours": g.energy_gpu_hours,
+    }
+
+
+def _band(name: str, band: f.Band | None) -> dict[str, float | None]:
+    if band is None:
+        return {name: None, f"{name}_low": None, f"{name}_high": None}
+    return {name: band.value, f"{name}_low": band.low, f"{name}_high": band.high}
+
+
+def _sum(bands: Sequence[f.Band | None]) -> f.Band | None:
+    present = [b for b in bands if b is not None]
+    if not present:
+        return None
+    # from the first band, not ZERO + it: the same sums (0.0 + x == x), one Band fewer per call,
+    # none for the usual single band (most runs hold one GPU model)
+    total = present[0]
+    for band in present[1:]:
+        total = total + band
+    return total
+
+
+def _run_row(
+    run: Mapping[str, Any],
+    reg: Mapping[str, Any] | None,
+    registry: Mapping[str, Mapping[str, Any]],
+    groups: Sequence[_Group],
+    holdings: Sequence[Mapping[str, Any]],
+    token_row: Mapping[str, Any] | None,
+    config: ComputeSettings,
+    now: datetime,
+    gaps: list[str],
+    benchmark_ids: list[str],
+) -> dict[str, Any]:
+    gpu_seconds = sum(g.gpu_seconds for g in groups)
+    hours = f.gpu_hours(gpu_seconds) if groups else None
+    inferred = sum(h["inferred_gpu_seconds"] for h in holdings)
+    if inferred > 0:
+        gaps.append(
+            f"{f.gpu_hours(inferred):.2f} GPU-hours end at an inferred time (the pod was gone at "
+            "the next collection): exact to the collection interval only"
+        )
+    if not groups:
+        gaps.append(
+            "no GPU holdings for its Kubernetes Job in the inventory: no hardware-based compute "
+            "or energy"
+        )
+    if holdings:
+        first = min(h["first_at"] for h in holdings)
+        last = max(h["last_at"] for h in holdings)
+        wall, wall_source = (last - first).total_seconds(), "allocations"
+    elif run["started_at"] is not None:
+        first, last = run["started_at"], run["ended_at"] or now
+        wall, wall_source = (last - first).total_seconds(), "lineage"
+    else:
+        first = last = None
+        wall, wall_source = None, None
+    telemetry_hours = sum(g.telemetry_gpu_hours for g in groups)
+    energy_hours = sum(g.energy_gpu_hours for g in groups)
+    sources = {g.utilisation_source for g in groups}
+    hardware = _sum([g.hardware for g in groups])
+    # architecture: N of the trained model, of the generator for generation stages
+    generator = run["stage"] in f.GENERATION_STAGES
+    param_reg = registry.get(run["lineage_model_name"]) if generator else reg
+    parameters = None
+    if param_reg is not None:
+        parameters = param_reg["active_parameters"] or param_reg["parameters"]
+    token_count = token_row["tokens"] if token_row else None
+    architecture = None
+    if parameters is None:
+        whose = run["lineage_model_name"] if generator else run["model_name"]
+        gaps.append(f"no parameter count for {whose}: no architecture-based compute")
+    elif not token_count:
+        gaps.append("no token counts in the lineage facets: no architecture-based compute")
+    else:
+        architecture = f.Band.relative(
+            f.architecture_flop(parameters, token_count, run["stage"]), f.ARCHITECTURE_BAND
+        )
+    margin = (reg or {}).get("disagreement_margin") or config.disagreement_margin
+    # a running run's hardware figure is compute so far, its architecture figure the plan
+    gap = None
+    if not run["running"]:
+        gap = f.disagreement(
+            hardware.value if hardware else None, architecture.value if architecture else None
+        )
+    # A running run's token counts come from its START facets: a plan, not compute done yet.
+    record = f.compute_of_record(hardware, None if run["running"] else architecture)
+    planned_remaining = None
+    if run["running"] and architecture is not None:
+        done = record[0].value if record else 0.0
+        planned_remaining = max(0.0, architecture.value - done)
+        gaps.append(
+            "running: its architecture-based figure is the plan of its START facets, counted "
+            "as planned, not as compute done"
+        )
+    namespaces = (reg or {}).get("namespaces") or []
+    rate = 0.0
+    if run["running"]:
+        rate = sum(
+            g.open_gpus * g.peak_tflops * 1e12 * g.utilisation
+            for g in groups
+            if g.peak_tflops is not None
+        )
+    event_ids = sorted({run["state_event_id"], *(token_row["event_ids"] if token_row else [])})
+    return {
+        "run_id": run["run_id"],
+        "model_name": run["model_name"],
+        "attributed_by": run["attributed_by"],
+        "lineage_model_name": run["lineage_model_name"],
+        "stage": run["stage"],
+        "state": run["state"],
+        "running": run["running"],
+        "started_at": run["started_at"],
+        "ended_at": run["ended_at"],
+        "kubernetes_cluster": run["kubernetes_cluster"],
+        "kubernetes_namespace": run["kubernetes_namespace"],
+        "kubernetes_job_name": run["kubernetes_job_name"],
+        "namespace_in_registry": (run["kubernetes_namespace"] in namespaces)
+        if namespaces
+        else None,
+        "gpus": sum(h["gpus"] for h in holdings),
+        "open_gpus": sum(g.open_gpus for g in groups),
+        "gpu_hours": hours,
+        "first_allocation_at": min(h["first_at"] for h in holdings) if holdings else None,
+        "last_allocation_at": max(h["last_at"] for h in holdings) if holdings else None,
+        "wall_clock_seconds": wall,
+        "wall_clock_source": wall_source,
+        "hardware_days": f.hardware_days(hours) if hours is not None else None,
+        "utilisation": (
+            sum(g.utilisation * g.gpu_seconds for g in groups) / gpu_seconds
+            if gpu_seconds
+            else None
+        ),
+        "utilisation_source": (sources.pop() if len(sources) == 1 else "mixed")
+        if sources
+        else None,
+        "telemetry_coverage": min(1.0, telemetry_hours / hours) if hours else None,
+        **_band("hardware_flop", hardware),
+        "parameters": parameters,
+        "tokens": token_count,
+        "flop_per_parameter_token": (
+            f.GENERATION_MULTIPLIER if generator else f.TRAINING_MULTIPLIER
+        ),
+        **_band("architecture_flop", architecture),
+        "disagreement": gap,
+        "disagreement_margin": margin,
+        "disagreement_flagged": gap > margin if gap is not None else None,
+        **_band("compute_flop", record[0] if record else None),
+        "compute_method": record[1] if record else None,
+        "measured_gpu_joules": sum(g.measured_gpu_joules for g in groups) if groups else None,
+        "energy_coverage": min(1.0, energy_hours / hours) if hours else None,
+        **_band("energy_measured_mwh", _sum([g.energy_measured for g in groups])),
+        **_band("energy_estimated_mwh", _sum([g.energy_estimated for g in groups])),
+        "rate_flop_per_s": rate,
+        "planned_remaining_flop": planned_remaining,
+        "gaps": gaps,
+        "evidence_event_ids": [e for e in event_ids if e],
+        "evidence_benchmark_ids": benchmark_ids,
+        # for the model roll-up, not stored
+        "_span": (first, last) if first is not None else None,
+    }
+
+
+# -- per model -----------------------------------------------------------------------------
+
+
+def _models(
+    con: duckdb.DuckDBPyConnection,
+    config: ComputeSettings,
+    runs: Mapping[str, Mapping[str, Any]],
+    now: datetime,
+) -> dict[str, dict[str, Any]]:
+    registry = {r["model_name"]: r for r in _dicts(con, "SELECT * FROM core.model_registry")}
+    by_model: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for run in runs.values():
+        by_model[run["model_name"]].append(run)
+    names = sorted(set(by_model) | set(registry))
+    own: dict[str, f.Band | None] = {
+        name: _sum([_run_band(r, "compute_flop") for r in by_model.get(name, [])]) for name in names
+    }
+
+    def cumulative(name: str, seen: frozenset[str]) -> float | None:
+        """The model's own compute plus its bases' (recursively); None when one is unknown."""
+        reg = registry.get(name)
+        mine = own[name].value if own.get(name) else None
+        if mine is None and reg is not None and reg["reported_compute_flop"]:
+            mine = reg["reported_compute_flop"]
+        if mine is None:
+            return None
+        base = base_compute(name, seen | {name})
+        return None if base is None else mine + base
+
+    def base_compute(name: str, seen: frozenset[str]) -> float | None:
+        total = 0.0
+        for base in (registry.get(name) or {}).get("base_models") or []:
+            value = None if base in seen else cumulative(base, seen)
+            if value is None:
+                return None
+            total += value
+        return total
+
+    models: dict[str, dict[str, Any]] = {}
+    for name in names:
+        reg = registry.get(name)
+        model_runs = by_model.get(name, [])
+        gaps = sorted({gap for r in model_runs for gap in r["gaps"]})
+        if reg is None:
+            gaps.insert(0, f"no registry file for model {name}")
+        base = base_compute(name, frozenset({name})) if reg else 0.0
+        if reg and reg["base_models"] and base is None:
+            gaps.append("a base model's compute is unknown: cumulative compute is a lower bound")
+        own_band = own[name]
+        if own_band is None and reg is not None and reg["reported_compute_flop"]:
+            own_band = f.Band(*(reg["reported_compute_flop"],) * 3)
+        cumulative_band = (own_band or f.ZERO) + f.Band(*((base or 0.0),) * 3)
+        hardware = _sum([_run_band(r, "hardware_flop") for r in model_runs])
+        architecture = _sum(
+            [_run_band(r, "architecture_flop") for r in model_runs if not r["running"]]
+        )
+        both = [r for r in model_runs if r["disagreement"] is not None]
+        gap = (
+            f.disagreement(
+                sum(r["hardware_flop"] for r in both), sum(r["architecture_flop"] for r in both)
+            )
+            if both
+            else None
+        )
+        margin = (reg or {}).get("disagreement_margin") or config.disagreement_margin
+        hours = sum(r["gpu_hours"] or 0.0 for r in model_runs)
+        energy_hours = sum(
+            (r["energy_coverage"] or 0.0) * (r["gpu_hours"] or 0.0) for r in model_runs
+        )
+        measured = _sum([_run_band(r, "energy_measured_mwh") for r in model_runs])
+        estimated = _sum([_run_band(r, "energy_estimated_mwh") for r in model_runs])
+        spans = [r["_span"] for r in model_runs if r["_span"]]
+        wall = f.union_seconds(spans) if spans else None
+        rate = sum(r["rate_flop_per_s"] for r in model_runs)
+        plan_end = reg["plan_end"] if reg else None
+        coverage = energy_hours / hours if hours else None
+        models[name] = {
+            "model_name": name,
+            "in_registry": reg is not None,
+            "provider": reg["provider"] if reg else None,
+            "parameters": reg["parameters"] if reg else None,
+            "base_models": list(reg["base_models"] or []) if reg else [],
+            "runs": len(model_runs),
+            "running_runs": sum(1 for r in model_runs if r["running"]),
+            "stages": sorted({r["stage"] for r in model_runs}),
+            "gpu_hours": hours,
+            "wall_clock_seconds": wall,
+            "wall_clock_days": wall / 86_400 if wall is not None else None,
+            "hardware_days": f.hardware_days(hours),
+            "time_band": f.time_band(wall) if wall is not None else None,
+            **_band("hardware_flop", hardware),
+            **_band("architecture_flop", architecture),
+            "disagreement": gap,
+            "disagreement_flagged": gap > margin if gap is not None else None,
+            **_band("own_compute_flop", own_band),
+            "base_compute_flop": base,
+            **_band("cumulative_compute_flop", cumulative_band),
+            "compute_methods": sorted(
+                {r["compute_method"] for r in model_runs if r["compute_method"]}
+            ),
+            "measured_gpu_joules": sum(r["measured_gpu_joules"] or 0.0 for r in model_runs),
+            "energy_coverage": coverage,
+            **_band("energy_measured_mwh", measured),
+            "energy_measured_mwh_rounded": f.round_significant(measured.value)
+            if measured
+            else None,
+            "energy_measured_method": (
+                _measured_method(coverage, config) if measured is not None else None
+            ),
+            **_band("energy_estimated_mwh", estimated),
+            "energy_estimated_mwh_rounded": (
+                f.round_significant(estimated.value) if estimated else None
+            ),
+            "energy_estimated_method": (
+                _estimated_method(config) if estimated is not None else None
+            ),
+            "rate_flop_per_s": rate,
+            "plan_end": plan_end,
+            "projected_compute_flop": (
+                f.projected_flop(cumulative_band.value, rate, now, plan_end) if plan_end else None
+            ),
+            "planned_compute_flop": (
+                cumulative_band.value + sum(planned)
+                if (
+                    planned := [
+                        r["planned_remaining_flop"]
+                        for r in model_runs
+                        if r["planned_remaining_flop"] is not None
+                    ]
+                )
+                else None
+            ),
+            "gaps": gaps,
+            "evidence_run_ids": sorted(r["run_id"] for r in model_runs),
+            "_registry": reg,
+            "_base_known": base is not None,
+        }
+    return models
+
+
+def _run_band(run: Mapping[str, Any], name: str) -> f.Band | None:
+    if run[name] is None:
+        return None
+    return f.Band(run[name], run[f"{name}_low"], run[f"{name}_high"])
+
+
+def _measured_method(coverage: float | None, config: ComputeSettings) -> str:
+    share = f"{100 * (coverage or 0):.0f} %"
+    return (
+        f"DCGM energy counters (power gauge where no counter), integrated per GPU-hour, on {share}"
+        f" of GPU-hours; the rest at TDP × {config.power_fraction:g}; × server overhead "
+        f"{config.server_overhead:g} × PUE {config.pue:g}"
+    )
+
+
+def _estimated_method(config: ComputeSettings) -> str:
+    return (
+        f"GPU-hours × TDP × {config.power_fraction:g} × server overhead "
+        f"{config.server_overhead:g} × PUE {config.pue:g}"
+    )
+
+
+# -- thresholds ----------------------------------------------------------------------------
+
+
+def _thresholds(
+    con: duckdb.DuckDBPyConnection,
+    models: Mapping[str, Mapping[str, Any]],
+    runs: Mapping[str, Mapping[str, Any]],
+    now: datetime,
+) -> list[dict[str, Any]]:
+    learned = {
+        (m, t): at
+        for m, t, at in con.execute(
+            "SELECT model_name, threshold, min(raised_at) FROM audit.compute_alerts "
+            "WHERE status = 'projected' GROUP BY ALL"
+        ).fetchall()
+    }
+    rows: list[dict[str, Any]] = []
+    for name, model in models.items():
+        reg = model["_registry"]
+        contributions = [
+            (r["_span"][0], r["_span"][1], r["compute_flop"])
+            for r in runs.values()
+            if r["model_name"] == name and r["_span"] and r["compute_flop"]
+        ]
+        base = model["base_compute_flop"] or 0.0
+        has_base = bool(reg and reg["base_models"])
+        own = model["own_compute_flop"] or 0.0
+        modification_flop = (
+            model["base_compute_flop"] * f.MODIFICATION_SHARE
+            if has_base and model["_base_known"]
+            else f.GPAI_FLOP * f.MODIFICATION_SHARE
+        )
+        planned_total = model["planned_compute_flop"]
+        planned_own = (
+            own + planned_total - model["cumulative_compute_flop"]
+            if planned_total is not None
+            else None
+        )
+        specs = [
+            ("gpai", f.GPAI_FLOP, "10^23 FLOP: indicative GPAI criterion (Guidelines point 17)",
+             model["cumulative_compute_flop"], model["cumulative_compute_flop_high"], base,
+             reg["generative"] if reg else True, planned_total),
+            ("systemic_risk", f.SYSTEMIC_RISK_FLOP,
+             "10^25 FLOP: systemic-risk presumption (Art 51(2))",
+             model["cumulative_compute_flop"], model["cumulative_compute_flop_high"], base, True,
+             planned_total),
+            ("modification", modification_flop,
+             "one third of the base models' compute (Guidelines points 60-61)"
+             if has_base and model["_base_known"]
+             else "10^23/3 FLOP: base model compute unknown (Guidelines point 61)",
+             own, model["own_compute_flop_high"] or 0.0, 0.0, has_base, planned_own),
+        ]  # fmt: skip
+        for threshold, flop, basis, compared, high, offset, applies, planned in specs:
+            crossed_at = projected_at = learned_at = basis_of_projection = None
+            if not applies:
+                status = "not_applicable"
+            elif compared >= flop:
+                status = "crossed"
+                crossed_at = f.crossing_time(contributions, flop, offset)
+                if crossed_at is None and contributions:
+                    crossed_at = min(c[0] for c in contributions)
+            else:
+                plan_end = model["plan_end"]
+                if plan_end is not None:
+                    projected_at = f.projected_crossing(
+                        compared, model["rate_flop_per_s"], now, plan_end, flop
+                    )
+                if projected_at is not None:
+                    status, basis_of_projection = "projected", "rate_to_plan_end"
+                elif planned is not None and planned >= flop:
+                    status, basis_of_projection = "projected", "planned_tokens"
+                    learned_at = learned.get((name, threshold), now)
+                elif high >= flop:
+                    status = "within_band"
+                else:
+                    status = "below"
+            due_from = crossed_at or projected_at or learned_at
+            enabled = (
+                (reg["alerts_enabled"] and threshold in reg["alert_thresholds"]) if reg else True
+            )
+            rows.append(
+                {
+                    "model_name": name,
+                    "threshold": threshold,
+                    "threshold_flop": flop,
+                    "threshold_basis": basis,
+                    "compared_flop": compared,
+                    "compared_flop_high": high or compared,
+                    "applies": applies,
+                    "status": status,
+                    "crossed_at": crossed_at,
+                    "projected_crossing_at": projected_at,
+                    "projection_basis": basis_of_projection,
+                    "learned_at": learned_at,
+                    "notification_due": f.notification_due(due_from) if due_from else None,
+                    "alert_enabled": bool(enabled),
+                    "alert": bool(enabled) and status in ("crossed", "projected"),
+                }
+            )
+    return rows
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def _replace(
+    con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Mapping[str, Any]], now: datetime
+) -> None:
+    con.execute(f"DELETE FROM {table}")
+    if not rows:
+        return
+    columns = [
+        name
+        for (name,) in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? "
+            "ORDER BY column_index",
+            table.split("."),
+        ).fetchall()
+    ]
+    types = {
+        name: kind
+        for name, kind in con.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() "
+            "WHERE schema_name = ? AND table_name = ?",
+            table.split("."),
+        ).fetchall()
+    }
+    joined = {c for c in columns if c.startswith("evidence_") and c not in rows[0]}
+    own = [c for c in columns if c not in joined]
+    # Every row of a table is built by one function, so rows[0]'s keys are every row's: one
+    # itemgetter call per row and a zip transpose, not a dict lookup per cell.
+    present = [c for c in own if c in rows[0] and c != "refreshed_at"]
+    cells = map(operator.itemgetter(*present), rows) if len(present) > 1 else []
+    data: dict[str, Sequence[Any]] = dict(zip(present, zip(*cells, strict=True), strict=True))
+    if len(present) == 1:
+        data[present[0]] = [row[present[0]] for row in rows]
+    for c in own:
+        if c not in data:
+            data[c] = [now if c == "refreshed_at" else None] * len(rows)
+    arrow = pa.table({c: pa.array(data[c], _arrow_type(types[c])) for c in own})
+    con.register("cmp_rows", arrow)
+    try:
+        # the evidence lists a run row leaves out come from cmp_evidence (_EVIDENCE)
+        source = "cmp_rows JOIN cmp_evidence USING (run_id)" if joined else "cmp_rows"
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {source}")
+    finally:
+        con.unregister("cmp_rows")
+
+
+def _arrow_type(duck: str) -> pa.DataType:
+    return {
+        "VARCHAR": pa.string(),
+        "DOUBLE": pa.float64(),
+        "BIGINT": pa.int64(),
+        "INTEGER": pa.int32(),
+        "BOOLEAN": pa.bool_(),
+        "TIMESTAMP": pa.timestamp("us"),
+        "DATE": pa.date32(),
+        "VARCHAR[]": pa.list_(pa.string()),
+    }[duck]
+
+
+def _drop_temp_tables(con: duckdb.DuckDBPyConnection) -> None:
+    for name in _TEMP_TABLES:
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"DROP TABLE IF EXISTS temp.{name}")
+
+
+# -- alerts --------------------------------------------------------------------------------
+
+_NEW_ALERTS = """
+SELECT t.model_name, t.threshold, t.status, t.threshold_flop, t.compared_flop, t.crossed_at,
+       t.projected_crossing_at, t.notification_due
+FROM marts.model_compute_thresholds AS t
+WHERE t.alert
+  AND (CAST($model AS VARCHAR) IS NULL OR t.model_name = $model)
+  AND NOT EXISTS (
+      SELECT 1 FROM audit.compute_alerts AS a
+      WHERE a.model_name = t.model_name AND a.threshold = t.threshold AND a.day = $day
+  )
+ORDER BY t.model_name, t.threshold
+"""
+
+
+def record_compute_alerts(
+    con: duckdb.DuckDBPyConnection,
+    raised_by: str,
+    *,
+    model: str | None = None,
+    now: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Record every alerting threshold of ``marts.model_compute_thresholds`` (of ``model``, or
+    all) in ``audit.compute_alerts``, once per model, threshold and UTC day; returns the alerts
+    recorded now (an alert already recorded today is not recorded again)."""
+    now = now or utc_now()
+    with atomic(con):
+        alerts = _dicts(con, _NEW_ALERTS, {"model": model, "day": now.date()})
+        for alert in alerts:
+            con.execute(
+                "INSERT INTO audit.compute_alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                [alert["model_name"], alert["threshold"], now.date(), alert["status"],
+                 alert["threshold_flop"], alert["compared_flop"], alert["crossed_at"],
+                 alert["projected_crossing_at"], alert["notification_due"], now, raised_by],
+            )  # fmt: skip
+    return alerts
+
+
+def alerting_thresholds(
+    con: duckdb.DuckDBPyConnection, model: str | None = None
+) -> list[dict[str, Any]]:
+    """The thresholds of ``marts.model_compute_thresholds`` that alert now (of ``model``, or
+    all), whether or not they were recorded already."""
+    return _dicts(
+        con,
+        "SELECT model_name, threshold, status, threshold_flop, compared_flop, crossed_at, "
+        "projected_crossing_at, notification_due FROM marts.model_compute_thresholds "
+        "WHERE alert AND (CAST($model AS VARCHAR) IS NULL OR model_name = $model) "
+        "ORDER BY model_name, threshold",
+        {"model": model},
+    )

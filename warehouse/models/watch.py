@@ -1,0 +1,271 @@
+"""Watch mode in the warehouse: each batch of watch events committed with its resume point.
+
+Tables (``migrations/0009_watch.sql``): ``core.watch_cursors`` (per cluster and resource, the
+resourceVersion every change up to which is committed), ``core.watched_objects``,
+``core.watched_gpu_allocations`` (exact GPU intervals), ``audit.kubernetes_requests`` (each list
+and watch request's latency), the views ``marts.watched_gpu_allocations`` and
+``marts.kubernetes_api_latency``.
+
+``commit_batch`` writes one batch in ONE transaction: the objects, the intervals they open or
+close, the requests, rejected records and the cursor move together. A crash before the commit
+leaves the cursor where it was, so the restarted watch receives the same changes again; after
+it, the changes are in and the watch resumes past them: no loss, no duplicates. The caller
+holds the writer lock only around this call (``Warehouse.writer()``), so scheduled collections
+and analysts' publishes are never starved by a watch that runs for weeks.
+
+This module reads the batch's attributes (``WatchBatch``), not the collector's classes: the
+warehouse does not import collectors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+import duckdb
+import pyarrow as pa
+
+from annex.errors import WarehouseError
+from warehouse.load import RAW_CAP_BYTES
+from warehouse.migrate import utc_now
+from warehouse.transaction import atomic
+
+_HERE = Path(__file__).parent
+_OBJECTS_SQL = (_HERE / "watch_objects.sql").read_text(encoding="utf-8")
+_ALLOCATIONS_SQL = (_HERE / "watch_allocations.sql").read_text(encoding="utf-8")
+
+WATCH_SOURCE = "kubernetes-watch"
+"""``audit.rejected.source`` of records watch mode could not use."""
+
+
+class WatchBatch(Protocol):
+    """What ``commit_batch`` needs of a batch (``collectors.kubernetes.history.HistoryBatch``)."""
+
+    resource: str
+    api_path: str
+    kind: str
+    resource_version: str
+    objects: pa.RecordBatch
+    pods: pa.RecordBatch | None
+    rejected: pa.RecordBatch | None
+    requests: pa.RecordBatch
+    lists: pa.RecordBatch | None
+    via: str
+    events: int
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """One row of ``core.watch_cursors``."""
+
+    resource: str
+    resource_version: str
+    listed_via: str
+    relists: int
+    events: int
+    commits: int
+    committed_at: datetime
+
+
+class CursorMoved(WarehouseError):
+    """The cursor is not where this process left it: another watch writes the same cluster."""
+
+
+def load_cursors(con: duckdb.DuckDBPyConnection, cluster: str) -> dict[str, Cursor]:
+    """The committed resume points of ``cluster``, by resource."""
+    rows = con.execute(
+        "SELECT resource, resource_version, listed_via, relists, events, commits, committed_at "
+        "FROM core.watch_cursors WHERE cluster = ?",
+        [cluster],
+    ).fetchall()
+    return {row[0]: Cursor(*row) for row in rows}
+
+
+def commit_batch(
+    con: duckdb.DuckDBPyConnection,
+    batch: WatchBatch,
+    *,
+    cluster: str,
+    session_id: str,
+    expected: str | None = None,
+    committed_at: datetime | None = None,
+) -> Cursor:
+    """Write ``batch`` and move the cursor to its resourceVersion, atomically.
+
+    ``expected``: the cursor this process last committed for the resource (None: do not
+    check). A different stored cursor means a second ``annex watch`` writes the same cluster;
+    that raises ``CursorMoved`` and writes nothing (one replica only: see the Deployment).
+    """
+    now = committed_at or utc_now()
+    with atomic(con):
+        previous = _cursor(con, cluster, batch.resource)
+        if expected is not None and previous is not None and previous.resource_version != expected:
+            raise CursorMoved(
+                f"the {batch.resource} watch cursor of cluster {cluster} is at "
+                f"{previous.resource_version}, not {expected} where this process left it",
+                hint="another `annex watch` writes this cluster; run exactly one per cluster",
+            )
+        _set_variables(con, cluster, batch, now)
+        con.register("watch_objects", pa.Table.from_batches([batch.objects]))
+        try:
+            _run(con, _OBJECTS_SQL, "watch objects")
+            if batch.pods is not None:
+                con.register("watch_pods", pa.Table.from_batches([batch.pods]))
+                try:
+                    _run(con, _ALLOCATIONS_SQL, "watch allocations")
+                finally:
+                    con.unregister("watch_pods")
+        finally:
+            con.unregister("watch_objects")
+        _insert_requests(con, cluster, session_id, batch.requests)
+        if batch.lists is not None:
+            _insert_lists(con, cluster, session_id, batch.lists)
+        if batch.rejected is not None and batch.rejected.num_rows:
+            _insert_rejected(con, cluster, session_id, batch.rejected, now)
+        return _move_cursor(con, cluster, session_id, batch, previous, now)
+
+
+def _cursor(con: duckdb.DuckDBPyConnection, cluster: str, resource: str) -> Cursor | None:
+    row = con.execute(
+        "SELECT resource, resource_version, listed_via, relists, events, commits, committed_at "
+        "FROM core.watch_cursors WHERE cluster = ? AND resource = ?",
+        [cluster, resource],
+    ).fetchone()
+    return Cursor(*row) if row else None
+
+
+def _set_variables(
+    con: duckdb.DuckDBPyConnection, cluster: str, batch: WatchBatch, now: datetime
+) -> None:
+    for name, value in (
+        ("cluster", cluster),
+        ("resource", batch.resource),
+        ("kind", batch.kind),
+        ("resource_version", batch.resource_version),
+    ):
+        con.execute(f"SET VARIABLE {name} = ?", [value])
+    con.execute("SET VARIABLE committed_at = CAST(? AS TIMESTAMP)", [now])
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str, what: str) -> None:
+    for number, statement in enumerate(con.extract_statements(sql), start=1):
+        try:
+            con.execute(statement)
+        except duckdb.Error as exc:
+            first = statement.query.strip().splitlines()[0][:120]
+            raise WarehouseError(
+                f"{what} failed at statement {number} ({first}): {exc}",
+                hint="nothing of this batch was kept; the watch resumes from the last cursor",
+            ) from exc
+
+
+def _insert_requests(
+    con: duckdb.DuckDBPyConnection, cluster: str, session_id: str, requests: pa.RecordBatch
+) -> None:
+    if not requests.num_rows:
+        return
+    con.register("watch_requests", pa.Table.from_batches([requests]))
+    try:
+        con.execute(
+            "INSERT INTO audit.kubernetes_requests BY NAME "
+            "SELECT ? AS session_id, ? AS cluster, * FROM watch_requests",
+            [session_id, cluster],
+        )
+    finally:
+        con.unregister("watch_requests")
+
+
+def _insert_lists(
+    con: duckdb.DuckDBPyConnection, cluster: str, session_id: str, lists: pa.RecordBatch
+) -> None:
+    con.register("watch_lists", pa.Table.from_batches([lists]))
+    try:
+        con.execute(
+            "INSERT INTO audit.kubernetes_lists BY NAME "
+            "SELECT ? AS collection_id, ? AS cluster, * FROM watch_lists",
+            [session_id, cluster],
+        )
+    finally:
+        con.unregister("watch_lists")
+
+
+def _insert_rejected(
+    con: duckdb.DuckDBPyConnection,
+    cluster: str,
+    session_id: str,
+    rejected: pa.RecordBatch,
+    now: datetime,
+) -> None:
+    con.register("watch_rejected", pa.Table.from_batches([rejected]))
+    try:
+        con.execute(
+            "INSERT INTO audit.rejected (collection_id, source, cluster, locator, reason_code, "
+            "message, raw, raw_truncated, raw_bytes, rejected_at) "
+            "SELECT $session, $source, $cluster, locator, coalesce(reason_code, 'unspecified'), "
+            "message, CASE WHEN octet_length(raw) > $cap THEN raw[1:$cap] ELSE raw END, "
+            "coalesce(octet_length(raw) > $cap, false), octet_length(raw), "
+            "CAST($now AS TIMESTAMP) FROM watch_rejected",
+            {
+                "session": session_id,
+                "source": WATCH_SOURCE,
+                "cluster": cluster,
+                "cap": RAW_CAP_BYTES,
+                "now": now,
+            },
+        )
+    finally:
+        con.unregister("watch_rejected")
+
+
+def _move_cursor(
+    con: duckdb.DuckDBPyConnection,
+    cluster: str,
+    session_id: str,
+    batch: WatchBatch,
+    previous: Cursor | None,
+    now: datetime,
+) -> Cursor:
+    snapshot = batch.kind == "snapshot"
+    if previous is None:
+        cursor = Cursor(batch.resource, batch.resource_version, batch.via, 0, batch.events, 1, now)
+        listed_at = now
+    else:
+        cursor = Cursor(
+            batch.resource,
+            batch.resource_version,
+            batch.via if snapshot else previous.listed_via,
+            previous.relists + (1 if snapshot else 0),
+            previous.events + (0 if snapshot else batch.events),
+            previous.commits + 1,
+            now,
+        )
+        listed_at = None if not snapshot else now
+    con.execute(
+        "INSERT INTO core.watch_cursors (cluster, resource, api_path, resource_version, "
+        "listed_at, listed_via, committed_at, relists, events, commits, session_id) "
+        "VALUES ($cluster, $resource, $path, $rv, CAST($listed AS TIMESTAMP), $via, "
+        "CAST($now AS TIMESTAMP), $relists, $events, $commits, $session) "
+        "ON CONFLICT (cluster, resource) DO UPDATE SET "
+        "api_path = excluded.api_path, resource_version = excluded.resource_version, "
+        "listed_at = coalesce(CAST($listed_new AS TIMESTAMP), watch_cursors.listed_at), "
+        "listed_via = excluded.listed_via, committed_at = excluded.committed_at, "
+        "relists = excluded.relists, events = excluded.events, commits = excluded.commits, "
+        "session_id = excluded.session_id",
+        {
+            "cluster": cluster,
+            "resource": batch.resource,
+            "path": batch.api_path,
+            "rv": batch.resource_version,
+            "listed": listed_at or now,
+            "listed_new": listed_at,
+            "via": cursor.listed_via,
+            "now": now,
+            "relists": cursor.relists,
+            "events": cursor.events,
+            "commits": cursor.commits,
+            "session": session_id,
+        },
+    )
+    return cursor
