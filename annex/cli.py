@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -555,47 +556,62 @@ def _attestation_cluster(args: argparse.Namespace, settings: Settings) -> str:
     )
 
 
-def cmd_collect_attestations(args: argparse.Namespace, settings: Settings) -> int:
+@contextmanager
+def _spool_progress(what: str, unit: str, total: int, *, quiet: bool):
+    """A progress bar over spool files for a collection, counting ``unit`` (records, events),
+    and the ``on_progress``/``on_wait`` callbacks the spool collectors take."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    console = Console(file=sys.stderr)
+    with Progress(
+        TextColumn("[bold]{task.description:<16}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[count]} " + unit),
+        console=console,
+        disable=quiet,
+    ) as progress:
+        task = progress.add_task(what, total=total, count=0)
+
+        def on_progress(files_read: int, count: int) -> None:
+            progress.update(task, completed=files_read, count=count)
+
+        def on_wait(message: str) -> None:
+            console.print(f"[yellow]{message}[/yellow]")
+
+        yield on_progress, on_wait
+
+
+def _archive_report(archive, spool_dir: Path, kept: int) -> str:
+    """Warn about each file that could not be archived (it is read again next time, which is
+    safe: collections are idempotent) and say where the rest went."""
+    for path, why in archive.failed:
+        print(
+            f"annex: warning: {path} was not archived ({why}); it is read again next time",
+            file=sys.stderr,
+        )
+    return f"{archive.archived:,} archived to {spool_dir / 'archive'}, {kept:,} left in place"
+
+
+def cmd_collect_attestations(args: argparse.Namespace, settings: Settings) -> int:
     from annex.attestation import collect_attestation_evidence, pending_submissions
 
     cluster = _attestation_cluster(args, settings)
     pending = pending_submissions(settings)
     if args.max_files is not None:
         pending = min(pending, args.max_files)
-    console = Console(file=sys.stderr)
-    with Progress(
-        TextColumn("[bold]{task.description:<16}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[records]} records"),
-        console=console,
-        disable=args.quiet,
-    ) as progress:
-        task = progress.add_task("submissions", total=pending, records=0)
-
-        def on_progress(stats) -> None:
-            progress.update(task, completed=stats.files_read, records=stats.records)
-
-        def on_wait(message: str) -> None:
-            console.print(f"[yellow]{message}[/yellow]")
-
+    with _spool_progress("submissions", "records", pending, quiet=args.quiet) as (shown, wait):
         outcome = collect_attestation_evidence(
             settings,
             cluster,
-            on_progress=on_progress,
-            on_wait=on_wait,
+            on_progress=lambda stats: shown(stats.files_read, stats.records),
+            on_wait=wait,
             max_files=args.max_files,
             refresh_coverage=not args.no_coverage,
         )
-    stats, archive = outcome.stats, outcome.archive
-    for path, why in archive.failed:
-        print(
-            f"annex: warning: {path} was not archived ({why}); it is read again next time",
-            file=sys.stderr,
-        )
+    stats = outcome.stats
+    archived = _archive_report(outcome.archive, settings.attestation.spool_dir, len(stats.kept))
     if args.quiet:
         return 0
     _report(outcome.result, "attestation", settings)
@@ -604,8 +620,7 @@ def cmd_collect_attestations(args: argparse.Namespace, settings: Settings) -> in
     print(
         f"{stats.files_read:,} files: {stats.submissions:,} submissions, "
         f"{stats.records:,} tokens ({verdicts}{'; ' + reasons if reasons else ''}), "
-        f"{stats.rejected:,} rejected; {archive.archived:,} archived to "
-        f"{settings.attestation.spool_dir / 'archive'}, {len(stats.kept):,} left in place",
+        f"{stats.rejected:,} rejected; {archived}",
         file=sys.stderr,
     )
     if outcome.coverage is not None:
@@ -615,45 +630,23 @@ def cmd_collect_attestations(args: argparse.Namespace, settings: Settings) -> in
 
 
 def cmd_collect_lineage(args: argparse.Namespace, settings: Settings) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     from annex.lineage import collect_lineage_evidence, pending_lineage
 
     pending = pending_lineage(settings)
     if args.max_files is not None:
         pending = min(pending, args.max_files)
-    console = Console(file=sys.stderr)
-    with Progress(
-        TextColumn("[bold]{task.description:<16}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[events]} events"),
-        console=console,
-        disable=args.quiet,
-    ) as progress:
-        task = progress.add_task("lineage files", total=pending + len(args.files), events=0)
-
-        def on_progress(stats) -> None:
-            progress.update(task, completed=stats.files_read, events=stats.events)
-
-        def on_wait(message: str) -> None:
-            console.print(f"[yellow]{message}[/yellow]")
-
+    total = pending + len(args.files)
+    with _spool_progress("lineage files", "events", total, quiet=args.quiet) as (shown, wait):
         outcome = collect_lineage_evidence(
             settings,
             files=args.files,
-            on_progress=on_progress,
-            on_wait=on_wait,
+            on_progress=lambda stats: shown(stats.files_read, stats.events),
+            on_wait=wait,
             max_files=args.max_files,
             refresh=not args.no_refresh,
         )
-    stats, archive = outcome.stats, outcome.archive
-    for path, why in archive.failed:
-        print(
-            f"annex: warning: {path} was not archived ({why}); it is read again next time",
-            file=sys.stderr,
-        )
+    stats = outcome.stats
+    archived = _archive_report(outcome.archive, settings.lineage.spool_dir, len(stats.kept))
     if args.quiet:
         return 0
     _report(outcome.result, "lineage", settings)
@@ -661,8 +654,7 @@ def cmd_collect_lineage(args: argparse.Namespace, settings: Settings) -> int:
     print(
         f"{stats.files_read:,} files: {stats.events:,} events "
         f"({stats.repeated:,} repeated left out), {stats.rejected:,} rejected"
-        f"{' (' + reasons + ')' if reasons else ''}; {archive.archived:,} archived to "
-        f"{settings.lineage.spool_dir / 'archive'}, {len(stats.kept):,} left in place",
+        f"{' (' + reasons + ')' if reasons else ''}; {archived}",
         file=sys.stderr,
     )
     if outcome.refresh is not None:
