@@ -4,7 +4,8 @@ Hourly snapshots miss pods that start and finish between them. ``WatchService`` 
 nodes, jobs and events of one cluster (``collectors.kubernetes.history``) and commits each
 batch of changes with its resume point (``warehouse.models.watch.commit_batch``), taking the
 warehouse's writer lock only for each commit, so collections, Dagster runs and publishes go on
-beside it.
+beside it. A list (the first, and each relist after a 410) is one such commit, streamed page
+by page into it (``commit_snapshot``): memory stays one page, whatever the cluster's size.
 
 * ``catch_up()`` (``annex watch --once``): for each resource, from its committed cursor (or a
   list), until the watch reaches the resourceVersion the API server had when it started; then
@@ -40,7 +41,7 @@ from annex.settings import ClusterSettings, Settings
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-    from collectors.kubernetes.history import HistoryBatch, WatchOptions
+    from collectors.kubernetes.history import HistoryBatch, HistorySnapshot, WatchOptions
     from warehouse import Warehouse
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ class WatchService:
         options: WatchOptions | None = None,
         resources: Sequence[str] | None = None,
         publish_every_seconds: float = 60.0,
-        on_commit: Callable[[HistoryBatch], None] | None = None,
+        on_commit: Callable[[HistoryBatch | HistorySnapshot], None] | None = None,
         topology_profile: str | None = None,
     ) -> None:
         from collectors.kubernetes.decode import DecodeContext
@@ -233,17 +234,22 @@ class WatchService:
             self._committed[name] = cursor.resource_version if cursor else None
         return {name: c.resource_version for name, c in cursors.items()}
 
-    def _commit(self, *batches: HistoryBatch) -> None:
+    def _commit(self, *batches: HistoryBatch | HistorySnapshot) -> None:
         """Commit each batch in its own transaction, under one hold of the writer lock (opening
         the warehouse costs more than a small commit; the lock is still held only for these
-        commits, milliseconds each)."""
-        from warehouse.models.watch import commit_batch
+        commits, milliseconds each).
+
+        A snapshot (a list) is fetched while it is committed, page by page, so the lock is held
+        for the list's few seconds (``warehouse.models.watch`` says why that is the right
+        trade); the other resources' batches wait in the queue meanwhile, in order."""
+        from warehouse.models.watch import commit_batch, commit_snapshot
 
         with self.warehouse.writer(on_wait=log.warning) as con:
             for batch in batches:
-                commit_batch(
+                commit = commit_snapshot if batch.kind == "snapshot" else commit_batch
+                commit(
                     con,
-                    batch,
+                    batch,  # type: ignore[arg-type]
                     cluster=self.cluster,
                     session_id=self.session_id,
                     expected=self._committed.get(batch.resource),
@@ -251,7 +257,7 @@ class WatchService:
                 self._committed[batch.resource] = batch.resource_version
                 self._progress(batch)
 
-    def _progress(self, batch: HistoryBatch) -> None:
+    def _progress(self, batch: HistoryBatch | HistorySnapshot) -> None:
         progress = self.summary.resources.setdefault(
             batch.resource, ResourceProgress(batch.resource)
         )

@@ -1,20 +1,31 @@
 """List-then-watch: the exact change history of pods, nodes, jobs and events (issue 9).
 
 Snapshots miss what starts and ends between them; a watch does not. For each resource,
-``ResourceHistory.batches`` yields ``HistoryBatch``es, each a unit the warehouse commits in one
+``ResourceHistory.batches`` yields, in order, the units the warehouse commits, each in one
 transaction together with the resourceVersion it reaches (``resource_version``), so a restart
 from the committed cursor neither loses nor repeats a change:
 
-1. no cursor (first start, or after a 410): a consistent list at resourceVersion X, as one
-   ``snapshot`` batch: objects the warehouse knew that it lacks are gone. The list is a
-   streaming list (``sendInitialEvents``, WatchList) when the server supports it, else the
-   paged list of ``listing.Lister``;
+1. no cursor (first start, or after a 410): a ``HistorySnapshot``, a consistent list at
+   resourceVersion X that is *streamed*: its ``pages()`` fetch the list page by page while the
+   warehouse stages each page inside the one transaction that commits the whole list with its
+   cursor (``warehouse.models.watch.commit_snapshot``); objects the warehouse knew that the
+   list lacks are gone. Memory is one page (``kubernetes.page_size`` objects), never the
+   cluster: 75,000 pods held at once cost about 1.6 GiB. The list is a streaming list
+   (``sendInitialEvents``, WatchList: the initial ADDED events are cut into pages of the same
+   size) when the server supports it, else the paged list of ``listing.Lister``. A 410 on a
+   continue token (or a streaming list cut off) restarts the list; the restarted list's first
+   page says so (``SnapshotPage.first``) and the warehouse drops what it staged before;
 2. a watch from X with bookmarks and a server timeout (``watch.Watcher``: resumes from the
    last resourceVersion after a disconnect or the server's timeout); its events are buffered
    into ``changes`` batches of at most ``max_batch_events`` events or ``max_batch_seconds``,
    and a BOOKMARK that moves the resourceVersion flushes the buffer (possibly empty: the
    cursor itself advances, so a restart resumes from there, not from an older point);
 3. 410 Expired (HTTP or in-stream ERROR): back to 1.
+
+The snapshot is yielded *before* it is fetched, and ``batches`` goes on to the watch only once
+its consumer has read ``pages()`` to the end (in another thread if need be: ``annex watch``
+commits in its main thread what per-resource threads yield), so the list is fetched while the
+warehouse's writer lock is held and commits stay in order.
 
 A batch carries, per object, its last state in the batch (later states of an object carry
 everything earlier ones did: scheduling, start and finish times only ever get set), whether it
@@ -25,8 +36,9 @@ nothing here touches DuckDB.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -89,6 +101,9 @@ REQUESTS = pa.schema(
 """Each list or watch request since the last batch: its latency as annex saw it (lists:
 request to last byte; watches: request to response headers)."""
 
+SNAPSHOT_WAIT_SECONDS = 0.5
+"""How often ``batches`` looks at ``stop`` while another thread commits its snapshot."""
+
 
 @dataclass(frozen=True)
 class WatchOptions:
@@ -110,7 +125,7 @@ class HistoryBatch:
     resource: str
     api_path: str
     kind: str
-    """``snapshot`` (a full list: objects absent from it are gone) or ``changes``."""
+    """``changes`` (``HistorySnapshot`` is the ``snapshot`` kind)."""
     resource_version: str
     """Where the next watch starts once this batch is committed."""
     objects: pa.RecordBatch
@@ -118,13 +133,72 @@ class HistoryBatch:
     rejected: pa.RecordBatch | None
     requests: pa.RecordBatch
     lists: pa.RecordBatch | None = None
-    """For a paged-list snapshot: the list's record for ``audit.kubernetes_lists``."""
     via: str = "watch"
-    """``list`` (paged), ``watchlist`` (streaming list) or ``watch``."""
     events: int = 0
-    """Watch events (not BOOKMARKs) in the batch; list items for snapshots."""
+    """Watch events (not BOOKMARKs) in the batch."""
     first_event_at: float | None = None
     """``time.monotonic()`` when the batch's first event arrived (for lag measurements)."""
+
+
+@dataclass(frozen=True)
+class SnapshotPage:
+    """One page of a streamed snapshot: at most ``kubernetes.page_size`` objects."""
+
+    objects: pa.RecordBatch
+    pods: pa.RecordBatch | None
+    rejected: pa.RecordBatch | None
+    first: bool
+    """The first page of a list attempt: anything staged before it belongs to an attempt that
+    was abandoned (410 on a continue token, a streaming list cut off) and must be dropped."""
+
+
+class HistorySnapshot:
+    """A consistent list of one resource, fetched only as ``pages()`` is read.
+
+    The consumer stages each page and, after the last one, commits them all at once with
+    ``resource_version`` (``warehouse.models.watch.commit_snapshot``). ``resource_version``,
+    ``events``, ``requests``, ``lists`` and ``via`` are final only once ``pages()`` has
+    ended (``complete``). ``pages()`` can be read once.
+    """
+
+    kind = "snapshot"
+    first_event_at: float | None = None
+
+    def __init__(
+        self,
+        resource: str,
+        api_path: str,
+        fetch: Callable[[HistorySnapshot], Iterator[SnapshotPage]],
+    ) -> None:
+        self.resource = resource
+        self.api_path = api_path
+        self.resource_version = ""
+        self.via = "list"
+        """``list`` (paged) or ``watchlist`` (streaming list)."""
+        self.events = 0
+        """Objects in the list (its last attempt)."""
+        self.requests = _requests([])
+        self.lists: pa.RecordBatch | None = None
+        """For a paged list: its record for ``audit.kubernetes_lists``."""
+        self.complete = False
+        self.finished = threading.Event()
+        """Set when ``pages()`` ends, read to the end or not."""
+        self._fetch = fetch
+        self._read = False
+
+    def pages(self) -> Generator[SnapshotPage, None, None]:
+        """The list, page by page; raises what the API server's refusal or failure raises."""
+        if self._read:
+            raise CollectionError(
+                f"the snapshot of {self.resource} was already read",
+                hint="a snapshot streams from the API server once; list again for another",
+            )
+        self._read = True
+        try:
+            yield from self._fetch(self)
+            self.complete = True
+        finally:
+            self.finished.set()
 
 
 class _Meta(msgspec.Struct, rename="camel", gc=False):
@@ -170,14 +244,7 @@ class _Buffer:
         self.events += 1
         uid = _OBJECT.decode(event.raw).metadata.uid
         if not uid:
-            self.rejected.append(
-                Rejection(
-                    "watch event without metadata.uid",
-                    "missing_identity",
-                    f"a {event.type} watch event carries an object without metadata.uid",
-                    event.raw[:65536],
-                )
-            )
+            self.rejected.append(_no_uid(event.type, event.raw))
             return
         self.by_uid.pop(uid, None)  # keep arrival order of the last change
         self.by_uid[uid] = (event, utc_now())
@@ -219,12 +286,14 @@ class ResourceHistory:
         stop: Callable[[], bool] | None = None,
         deadline: float | None = None,
         until: Callable[[str], bool] | None = None,
-    ) -> Iterator[HistoryBatch]:
+    ) -> Iterator[HistoryBatch | HistorySnapshot]:
         """Batches from ``cursor`` (None: list first) until ``stop()``, ``deadline`` (on
         ``clock``) or ``until(resource_version)`` says the watch has caught up.
 
-        Raises ``ClusterAccessError`` / ``CollectionError`` when the API server refuses or
-        keeps failing; what was yielded before stays valid (each batch stands alone).
+        A ``HistorySnapshot`` must be read to its end (``pages()``) before the next batch is
+        asked for; the next one waits for that (another thread may be reading it). Raises
+        ``ClusterAccessError`` / ``CollectionError`` when the API server refuses or keeps
+        failing; what was yielded before stays valid (each batch stands alone).
         """
         rv = cursor or None
         if rv is not None and until is not None and until(rv):
@@ -235,9 +304,21 @@ class ResourceHistory:
             if deadline is not None and self.clock() >= deadline:
                 return
             try:
-                if rv is None and not self.streaming:
-                    snapshot = self._paged_snapshot()
+                if rv is None:
+                    snapshot = self.snapshot(deadline=deadline)
                     yield snapshot
+                    while not snapshot.finished.wait(SNAPSHOT_WAIT_SECONDS):
+                        if stop is not None and stop():
+                            return
+                        if deadline is not None and self.clock() >= deadline:
+                            return
+                    if not snapshot.complete:
+                        raise CollectionError(
+                            f"the list of {self.resource.table} was not read to its end, so "
+                            "there is no resourceVersion to watch from",
+                            hint="read HistorySnapshot.pages() to the end before asking for the "
+                            "next batch",
+                        )
                     rv = snapshot.resource_version
                     if until is not None and until(rv):
                         return
@@ -248,21 +329,159 @@ class ResourceHistory:
             except WatchExpired:
                 self.relists += 1
                 rv = None
+
+    def snapshot(self, *, deadline: float | None = None) -> HistorySnapshot:
+        """A consistent list of the resource, streamed when read (see ``HistorySnapshot``)."""
+        table, path = self.resource.table, self.resource.api_path
+
+        def fetch(snapshot: HistorySnapshot) -> Iterator[SnapshotPage]:
+            return self._snapshot_pages(snapshot, deadline)
+
+        return HistorySnapshot(table, path, fetch)
+
+    # -- snapshots -----------------------------------------------------------------------------
+
+    def _snapshot_pages(
+        self, snapshot: HistorySnapshot, deadline: float | None
+    ) -> Iterator[SnapshotPage]:
+        """The list's pages, by streaming list or paged list, restarted as the server needs."""
+        broken = 0
+        while True:
+            try:
+                if self.streaming:
+                    yield from self._streamed_pages(snapshot, deadline)
+                else:
+                    yield from self._listed_pages(snapshot)
+                return
+            except WatchExpired as expired:
+                # The streaming list broke off (410, or it ended before its end bookmark): no
+                # resourceVersion to stand on; start the list again (its first page says so).
+                broken += 1
+                if broken > self.settings.max_list_restarts:
+                    raise CollectionError(
+                        f"listing {self.resource.table} for watch mode: the streaming list broke "
+                        f"off {broken} times ({expired})",
+                        hint="raise kubernetes.max_list_restarts or start the watch when the API "
+                        "server is less loaded",
+                    ) from None
+                record = self.watcher.record if self.watcher is not None else None
+                auto = self.options.streaming_list == "auto"
+                if auto and record is not None and record.events and not record.initial_events_done:
+                    # Initial events came but never their end bookmark: no WatchList here.
+                    self.streaming = False
             except CollectionError:
-                if rv is not None or not self.streaming or self.options.streaming_list != "auto":
+                if not self.streaming or self.options.streaming_list != "auto":
                     raise
                 # The server refused the streaming list (no WatchList support): page instead.
                 self.streaming = False
 
-    def _watch(
+    def _listed_pages(self, snapshot: HistorySnapshot) -> Iterator[SnapshotPage]:
+        """A consistent paged list (``limit``/``continue``), a page at a time."""
+        snapshot.via = "list"
+        record = ListRecord(
+            self.resource.table, self.resource.api_path, self.settings.page_size, utc_now()
+        )
+        lister = Lister(self.settings, sleep=self.sleep)
+        decoder = PodDecoder(self.context)
+        for page in lister.pages(self.resource.method(self.api), record, read_page):
+            if not record.consistent:
+                raise CollectionError(
+                    f"listing {self.resource.table} for watch mode: the snapshot expired (410) "
+                    f"{record.restarts} times and only an inconsistent list was offered",
+                    hint="raise kubernetes.max_list_restarts or start the watch when the API "
+                    "server is less loaded",
+                )
+            raws = [bytes(item) for item in page.decoded.items]
+            yield self._snapshot_page(
+                raws, decoder, page.attempt, first=page.number == 1, body=page.decoded.body
+            )
+        snapshot.resource_version = record.resource_version or ""
+        snapshot.events = record.items
+        snapshot.lists = lists_batch([record])
+        snapshot.requests = _requests(
+            [
+                (self.resource.table, self.resource.api_path, "list", record.started_at, latency)
+                for latency in record.latencies
+            ]
+        )
+
+    def _streamed_pages(
+        self, snapshot: HistorySnapshot, deadline: float | None
+    ) -> Iterator[SnapshotPage]:
+        """A streaming list (``sendInitialEvents``): its ADDED events in pages of
+        ``page_size``, up to the initial-events-end bookmark. The stream is then closed: the
+        watch starts afresh from the bookmark's resourceVersion once the list is committed."""
+        snapshot.via = "watchlist"
+        watcher = self._watcher()
+        decoder = PodDecoder(self.context)
+        pending: list[bytes] = []
+        first = True
+        objects = 0
+        events = watcher.events(None, send_initial_events=True, deadline=deadline)
+        try:
+            for event in events:
+                if event.initial_events_end:
+                    if pending or first:
+                        yield self._snapshot_page(pending, decoder, 0, first=first)
+                    snapshot.resource_version = event.resource_version
+                    snapshot.events = objects
+                    snapshot.requests = self._new_requests()
+                    return
+                if event.type == "BOOKMARK":
+                    continue
+                pending.append(event.raw)
+                objects += 1
+                if len(pending) >= self.settings.page_size:
+                    yield self._snapshot_page(pending, decoder, 0, first=first)
+                    pending, first = [], False
+        finally:
+            events.close()
+        raise CollectionError(
+            f"the streaming list of {self.resource.table} did not reach its end in the time "
+            "allowed",
+            hint="rerun; on a slow API server give `annex watch --once` more time or run "
+            "`annex watch` as a service",
+        )
+
+    def _snapshot_page(
         self,
-        rv: str | None,
+        raws: list[bytes],
+        decoder: PodDecoder,
+        attempt: int,
         *,
-        stop: Callable[[], bool] | None,
-        deadline: float | None,
-        until: Callable[[str], bool] | None,
-    ) -> Iterator[HistoryBatch]:
-        streaming = rv is None
+        first: bool,
+        body: bytes | None = None,
+    ) -> SnapshotPage:
+        """One page's rows; ``body`` is the page as the server sent it, when there is one."""
+        now = utc_now()
+        count = len(raws)
+        objects = _objects_batch(raws, [False] * count, [now] * count)
+        rejections: list[Rejection] = []
+        pods = None
+        if self.resource.table == "pods":
+            if body is None:
+                body = list_body(WatchEvent("ADDED", "", raw) for raw in raws)
+            batch, rejections = decoder.build(decoder.decode(body), attempt)
+            rows = batch.num_rows
+            pods = pa.RecordBatch.from_arrays(
+                [
+                    *batch.columns,
+                    pa.array([False] * rows, pa.bool_()),
+                    pa.array([now] * rows, schema.TIMESTAMP),
+                ],
+                schema=WATCH_PODS,
+            )
+        elif objects.num_rows < count:  # pods without a uid are the decoder's to reject
+            rejections = [
+                _no_uid(None, raw) for raw in raws if not _OBJECT.decode(raw).metadata.uid
+            ]
+        return SnapshotPage(
+            objects, pods, rejected_batch(rejections) if rejections else None, first
+        )
+
+    # -- watching ------------------------------------------------------------------------------
+
+    def _watcher(self) -> Watcher:
         watcher = Watcher(
             self.api,
             self.resource.api_path,
@@ -274,8 +493,18 @@ class ResourceHistory:
         )
         self.watcher = watcher
         self._reported = {}
+        return watcher
+
+    def _watch(
+        self,
+        rv: str,
+        *,
+        stop: Callable[[], bool] | None,
+        deadline: float | None,
+        until: Callable[[str], bool] | None,
+    ) -> Iterator[HistoryBatch]:
+        watcher = self._watcher()
         self._yielded = rv
-        initial: list[WatchEvent] | None = [] if streaming else None
         buffer = _Buffer()
         caught_up = False
         last_yield = self.clock()
@@ -283,45 +512,27 @@ class ResourceHistory:
         def done() -> bool:
             return caught_up or (stop is not None and stop())
 
-        try:
-            for event in watcher.events(
-                rv, send_initial_events=streaming, stop=done, deadline=deadline
-            ):
-                now = self.clock()
-                if initial is not None:
-                    if event.initial_events_end:
-                        yield self._stream_snapshot(initial, event.resource_version)
-                        initial = None
-                        caught_up = until is not None and until(event.resource_version)
-                    elif event.type != "BOOKMARK":
-                        initial.append(event)
-                    continue
-                if event.type == "BOOKMARK":
-                    # A bookmark moves the cursor even when nothing changed: commit it (at
-                    # most every max_batch_seconds when there is nothing else to commit).
-                    if buffer.events or now - last_yield >= self.options.max_batch_seconds:
-                        yield self._changes(buffer, event.resource_version)
-                        buffer = _Buffer()
-                        last_yield = now
-                else:
-                    buffer.add(event, now)
-                    old = buffer.first_at is not None and (
-                        now - buffer.first_at >= self.options.max_batch_seconds
-                    )
-                    if buffer.events >= self.options.max_batch_events or old:
-                        yield self._changes(buffer, event.resource_version)
-                        buffer = _Buffer()
-                        last_yield = now
-                caught_up = until is not None and until(event.resource_version)
-        except WatchExpired:
-            record = watcher.record
-            auto = self.options.streaming_list == "auto"
-            if initial is not None and not record.initial_events_done and auto and record.events:
-                # Initial events came but never their end bookmark: no WatchList here.
-                self.streaming = False
-            raise
+        for event in watcher.events(rv, stop=done, deadline=deadline):
+            now = self.clock()
+            if event.type == "BOOKMARK":
+                # A bookmark moves the cursor even when nothing changed: commit it (at most
+                # every max_batch_seconds when there is nothing else to commit).
+                if buffer.events or now - last_yield >= self.options.max_batch_seconds:
+                    yield self._changes(buffer, event.resource_version)
+                    buffer = _Buffer()
+                    last_yield = now
+            else:
+                buffer.add(event, now)
+                old = buffer.first_at is not None and (
+                    now - buffer.first_at >= self.options.max_batch_seconds
+                )
+                if buffer.events >= self.options.max_batch_events or old:
+                    yield self._changes(buffer, event.resource_version)
+                    buffer = _Buffer()
+                    last_yield = now
+            caught_up = until is not None and until(event.resource_version)
         last = watcher.record.resource_version
-        if last and initial is None and (buffer.events or last != self._yielded):
+        if last and (buffer.events or last != self._yielded):
             yield self._changes(buffer, last)
 
     # -- batches -------------------------------------------------------------------------------
@@ -332,70 +543,8 @@ class ResourceHistory:
         events = [event for event, _ in entries]
         observed = [at for _, at in entries]
         deleted = [event.type == "DELETED" for event in events]
-        batch = self._batch("changes", events, deleted, observed, resource_version, buffer.rejected)
-        batch.events = buffer.events
-        batch.first_event_at = buffer.first_at
-        return batch
-
-    def _stream_snapshot(self, events: list[WatchEvent], resource_version: str) -> HistoryBatch:
-        now = utc_now()
-        batch = self._batch(
-            "snapshot",
-            events,
-            [False] * len(events),
-            [now] * len(events),
-            resource_version,
-            [],
-        )
-        batch.via = "watchlist"
-        batch.events = len(events)
-        return batch
-
-    def _paged_snapshot(self) -> HistoryBatch:
-        """A consistent paged list, as one snapshot batch (the warehouse needs all of it to
-        know what is gone)."""
-        record = ListRecord(
-            self.resource.table, self.resource.api_path, self.settings.page_size, utc_now()
-        )
-        lister = Lister(self.settings, sleep=self.sleep)
-        raws: list[bytes] = []
-        for page in lister.pages(self.resource.method(self.api), record, read_page):
-            if page.number == 1:
-                raws = []  # a restarted list: drop the abandoned attempt's pages
-            raws.extend(bytes(item) for item in page.decoded.items)
-        if not record.consistent:
-            raise CollectionError(
-                f"listing {self.resource.table} for watch mode: the snapshot expired (410) "
-                f"{record.restarts} times and only an inconsistent list was offered",
-                hint="raise kubernetes.max_list_restarts or start the watch when the API "
-                "server is less loaded",
-            )
-        rv = record.resource_version or ""
-        events = [WatchEvent("ADDED", rv, raw) for raw in raws]
-        now = utc_now()
-        batch = self._batch("snapshot", events, [False] * len(events), [now] * len(events), rv, [])
-        batch.via = "list"
-        batch.events = len(events)
-        batch.lists = lists_batch([record])
-        batch.requests = _requests(
-            [
-                (self.resource.table, self.resource.api_path, "list", record.started_at, latency)
-                for latency in record.latencies
-            ]
-        )
-        return batch
-
-    def _batch(
-        self,
-        kind: str,
-        events: list[WatchEvent],
-        deleted: list[bool],
-        observed: list[datetime],
-        resource_version: str,
-        rejected: list[Rejection],
-    ) -> HistoryBatch:
-        rejections = list(rejected)
-        objects = _objects_batch(events, deleted, observed)
+        rejections = list(buffer.rejected)
+        objects = _objects_batch([event.raw for event in events], deleted, observed)
         pods = None
         if self.resource.table == "pods":
             pods, pod_rejections = self._pods(events, deleted, observed)
@@ -403,12 +552,14 @@ class ResourceHistory:
         return HistoryBatch(
             resource=self.resource.table,
             api_path=self.resource.api_path,
-            kind=kind,
+            kind="changes",
             resource_version=resource_version,
             objects=objects,
             pods=pods,
             rejected=rejected_batch(rejections) if rejections else None,
             requests=self._new_requests(),
+            events=buffer.events,
+            first_event_at=buffer.first_at,
         )
 
     def _pods(
@@ -444,10 +595,24 @@ class ResourceHistory:
         return _requests(rows)
 
 
+def _no_uid(event_type: str | None, raw: bytes) -> Rejection:
+    """An object without ``metadata.uid`` (from a watch event, or listed when ``event_type`` is
+    None): nothing can follow it, but it is kept as rejected."""
+    if event_type is None:
+        locator, message = (
+            "listed object without metadata.uid",
+            "a listed object carries no metadata.uid: watch mode cannot follow it",
+        )
+    else:
+        locator = "watch event without metadata.uid"
+        message = f"a {event_type} watch event carries an object without metadata.uid"
+    return Rejection(locator, "missing_identity", message, raw[:65536])
+
+
 def _objects_batch(
-    events: list[WatchEvent], deleted: list[bool], observed: list[datetime]
+    raws: list[bytes], deleted: list[bool], observed: list[datetime]
 ) -> pa.RecordBatch:
-    metas = [_OBJECT.decode(event.raw).metadata for event in events]
+    metas = [_OBJECT.decode(raw).metadata for raw in raws]
     keep = [index for index, meta in enumerate(metas) if meta.uid]
     return pa.RecordBatch.from_arrays(
         [

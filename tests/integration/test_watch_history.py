@@ -123,6 +123,12 @@ def run_during(watch: WatchService, sim: SimulatedCluster, jobs: ShortJobs) -> N
     runner = threading.Thread(target=serve)
     runner.start()
     try:
+        # The history starts at each resource's first list: the sweep starts once all are in
+        # (they are committed one after the other, each under the writer lock).
+        listed = time.monotonic() + 30
+        while len(watch.summary.resources) < len(watch.resources) and not failure:
+            assert time.monotonic() < listed, "the watch's initial lists did not finish"
+            time.sleep(0.05)
         jobs.start()
         jobs.drain(timeout=60)
         jobs.stop()

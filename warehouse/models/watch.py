@@ -13,12 +13,33 @@ it, the changes are in and the watch resumes past them: no loss, no duplicates. 
 holds the writer lock only around this call (``Warehouse.writer()``), so scheduled collections
 and analysts' publishes are never starved by a watch that runs for weeks.
 
+``commit_snapshot`` does the same for a list (the first one, and each relist after a 410),
+which is streamed: its pages are staged one by one into temp tables inside the transaction,
+and only after the last one do the same statements as for a batch (``watch_objects.sql``,
+``watch_allocations.sql``) run over the whole list, find what vanished, and move the cursor;
+then the transaction commits. Python holds one page at a time, never the cluster (75,000 pods
+held at once cost about 1.6 GiB); DuckDB holds the staged rows, and spills them to disk when
+they outgrow its memory limit. A failure anywhere in the list (a crash, the API server giving
+up, the warehouse) rolls everything back: state and cursor stay as they were, and the next run
+lists again.
+
+The writer lock is held for the whole list, fetching included. That is deliberate: a list is
+seconds (75,000 pods in about as long as a snapshot collection takes), it happens on the first
+start and after the watch fell behind compaction, and the other writers (and the other
+resources' commits) merely wait those seconds, saying so. The alternatives are worse: commits
+per page would show analysts a half-listed cluster and, after a crash, leave pods neither
+listed nor closed; staging outside the lock needs a second store (a spill file) written and
+read again for nothing but a shorter wait, and a list that waits for the lock after fetching
+risks its continue tokens expiring meanwhile.
+
 This module reads the batch's attributes (``WatchBatch``), not the collector's classes: the
 warehouse does not import collectors.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -69,6 +90,56 @@ class Cursor:
     committed_at: datetime
 
 
+class SnapshotPage(Protocol):
+    """One page of a streamed list (``collectors.kubernetes.history.SnapshotPage``)."""
+
+    objects: pa.RecordBatch
+    pods: pa.RecordBatch | None
+    rejected: pa.RecordBatch | None
+    first: bool
+    """True on the first page of a list attempt: what was staged before is dropped."""
+
+
+class WatchSnapshot(Protocol):
+    """What ``commit_snapshot`` needs of a list (``collectors.kubernetes.history.HistorySnapshot``).
+
+    ``resource_version``, ``events``, ``requests``, ``lists`` and ``via`` are read only after
+    ``pages()`` has ended.
+    """
+
+    resource: str
+    api_path: str
+    kind: str
+    resource_version: str
+    requests: pa.RecordBatch
+    lists: pa.RecordBatch | None
+    via: str
+    events: int
+
+    def pages(self) -> Generator[SnapshotPage, None, None]: ...
+
+
+_STAGED = {
+    "objects": "watch_objects",
+    "pods": "watch_pods",
+    "rejected": "watch_snapshot_rejected",
+}
+"""Page attribute -> the temp table it is staged in (the names the SQL files read)."""
+
+_STAGED_ROWS = {
+    "pods": (
+        "SELECT pod_uid, namespace, pod_name, job_name, node_name, gpu_requests, category, "
+        "priority_class_name, scheduled_at, started_at, creation_timestamp, finished_at, "
+        "deletion_timestamp, phase, deleted, observed_at FROM {page} "
+        "WHERE len(gpu_requests) > 0"
+    ),
+}
+"""What a list stages of each page, where not all of it: of pods, the columns
+``watch_allocations.sql`` reads, and only pods that request GPUs (only they open or close an
+allocation; requests of extended resources cannot change on a pod). A list's staged rows are
+the one thing that grows with the cluster, so they stay lean."""
+
+
 class CursorMoved(WarehouseError):
     """The cursor is not where this process left it: another watch writes the same cluster."""
 
@@ -100,13 +171,7 @@ def commit_batch(
     """
     now = committed_at or utc_now()
     with atomic(con):
-        previous = _cursor(con, cluster, batch.resource)
-        if expected is not None and previous is not None and previous.resource_version != expected:
-            raise CursorMoved(
-                f"the {batch.resource} watch cursor of cluster {cluster} is at "
-                f"{previous.resource_version}, not {expected} where this process left it",
-                hint="another `annex watch` writes this cluster; run exactly one per cluster",
-            )
+        previous = _expected_cursor(con, cluster, batch.resource, expected)
         _set_variables(con, cluster, batch, now)
         con.register("watch_objects", pa.Table.from_batches([batch.objects]))
         try:
@@ -123,8 +188,103 @@ def commit_batch(
         if batch.lists is not None:
             _insert_lists(con, cluster, session_id, batch.lists)
         if batch.rejected is not None and batch.rejected.num_rows:
-            _insert_rejected(con, cluster, session_id, batch.rejected, now)
+            con.register("watch_rejected", pa.Table.from_batches([batch.rejected]))
+            try:
+                _insert_rejected(con, cluster, session_id, "watch_rejected", now)
+            finally:
+                con.unregister("watch_rejected")
         return _move_cursor(con, cluster, session_id, batch, previous, now)
+
+
+def commit_snapshot(
+    con: duckdb.DuckDBPyConnection,
+    snapshot: WatchSnapshot,
+    *,
+    cluster: str,
+    session_id: str,
+    expected: str | None = None,
+    committed_at: datetime | None = None,
+) -> Cursor:
+    """Stream ``snapshot`` (a list) into the warehouse and move the cursor to its
+    resourceVersion, all in ONE transaction that commits after the last page.
+
+    Each page is staged as it arrives (a page that starts a restarted list first drops what
+    was staged); then what the list lacks is closed and the rest upserted, exactly as
+    ``commit_batch`` does for a list held whole. ``expected`` as for ``commit_batch``. Whatever
+    ``pages()`` raises (the API server failing, a 410 the list could not recover from) rolls
+    the transaction back and propagates: nothing of the list is kept.
+    """
+    now = committed_at or utc_now()
+    with atomic(con):
+        previous = _expected_cursor(con, cluster, snapshot.resource, expected)
+        try:
+            _stage_pages(con, snapshot.pages())
+            _set_variables(con, cluster, snapshot, now)
+            _run(con, _OBJECTS_SQL, "snapshot objects")
+            if _staged(con, "pods"):
+                _run(con, _ALLOCATIONS_SQL, "snapshot allocations")
+            _insert_requests(con, cluster, session_id, snapshot.requests)
+            if snapshot.lists is not None:
+                _insert_lists(con, cluster, session_id, snapshot.lists)
+            if _staged(con, "rejected"):
+                _insert_rejected(con, cluster, session_id, _STAGED["rejected"], now)
+            return _move_cursor(con, cluster, session_id, snapshot, previous, now)
+        finally:
+            for table in _STAGED.values():  # after a failure the rollback drops them anyway
+                with contextlib.suppress(duckdb.Error):
+                    con.execute(f"DROP TABLE IF EXISTS temp.{table}")
+
+
+def _stage_pages(
+    con: duckdb.DuckDBPyConnection, pages: Generator[SnapshotPage, None, None]
+) -> None:
+    """Insert each page's rows into the staging temp tables (made from the first page's
+    schemas; the objects table always exists, even for an empty list)."""
+    page_view = "watch_snapshot_page"
+    with contextlib.closing(pages):  # ends the fetch (and its connection) on any failure
+        for page in pages:
+            if page.first:
+                for table in _STAGED.values():
+                    con.execute(f"DROP TABLE IF EXISTS temp.{table}")
+            for attribute, table in _STAGED.items():
+                batch: pa.RecordBatch | None = getattr(page, attribute)
+                if batch is None:
+                    continue
+                rows = _STAGED_ROWS.get(attribute, "SELECT * FROM {page}").format(page=page_view)
+                con.register(page_view, pa.Table.from_batches([batch]))
+                try:
+                    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table} AS {rows} LIMIT 0")
+                    con.execute(f"INSERT INTO temp.{table} {rows}")
+                finally:
+                    con.unregister(page_view)
+    if not _staged(con, "objects"):
+        raise WarehouseError(
+            "the list yielded no first page, so nothing says what exists",
+            hint="this is a bug in the collector: a list always starts with a first page",
+        )
+
+
+def _staged(con: duckdb.DuckDBPyConnection, attribute: str) -> bool:
+    """Whether the staging table of ``attribute`` exists (a page had such rows or schema)."""
+    rows = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE temporary AND table_name = ?",
+        [_STAGED[attribute]],
+    ).fetchall()
+    return bool(rows)
+
+
+def _expected_cursor(
+    con: duckdb.DuckDBPyConnection, cluster: str, resource: str, expected: str | None
+) -> Cursor | None:
+    """The stored cursor; ``CursorMoved`` when it is not where this process left it."""
+    previous = _cursor(con, cluster, resource)
+    if expected is not None and previous is not None and previous.resource_version != expected:
+        raise CursorMoved(
+            f"the {resource} watch cursor of cluster {cluster} is at "
+            f"{previous.resource_version}, not {expected} where this process left it",
+            hint="another `annex watch` writes this cluster; run exactly one per cluster",
+        )
+    return previous
 
 
 def _cursor(con: duckdb.DuckDBPyConnection, cluster: str, resource: str) -> Cursor | None:
@@ -137,7 +297,10 @@ def _cursor(con: duckdb.DuckDBPyConnection, cluster: str, resource: str) -> Curs
 
 
 def _set_variables(
-    con: duckdb.DuckDBPyConnection, cluster: str, batch: WatchBatch, now: datetime
+    con: duckdb.DuckDBPyConnection,
+    cluster: str,
+    batch: WatchBatch | WatchSnapshot,
+    now: datetime,
 ) -> None:
     for name, value in (
         ("cluster", cluster),
@@ -195,35 +358,32 @@ def _insert_rejected(
     con: duckdb.DuckDBPyConnection,
     cluster: str,
     session_id: str,
-    rejected: pa.RecordBatch,
+    relation: str,
     now: datetime,
 ) -> None:
-    con.register("watch_rejected", pa.Table.from_batches([rejected]))
-    try:
-        con.execute(
-            "INSERT INTO audit.rejected (collection_id, source, cluster, locator, reason_code, "
-            "message, raw, raw_truncated, raw_bytes, rejected_at) "
-            "SELECT $session, $source, $cluster, locator, coalesce(reason_code, 'unspecified'), "
-            "message, CASE WHEN octet_length(raw) > $cap THEN raw[1:$cap] ELSE raw END, "
-            "coalesce(octet_length(raw) > $cap, false), octet_length(raw), "
-            "CAST($now AS TIMESTAMP) FROM watch_rejected",
-            {
-                "session": session_id,
-                "source": WATCH_SOURCE,
-                "cluster": cluster,
-                "cap": RAW_CAP_BYTES,
-                "now": now,
-            },
-        )
-    finally:
-        con.unregister("watch_rejected")
+    """Copy the rejected records in ``relation`` (a registered batch or the staged table)."""
+    con.execute(
+        "INSERT INTO audit.rejected (collection_id, source, cluster, locator, reason_code, "
+        "message, raw, raw_truncated, raw_bytes, rejected_at) "
+        "SELECT $session, $source, $cluster, locator, coalesce(reason_code, 'unspecified'), "
+        "message, CASE WHEN octet_length(raw) > $cap THEN raw[1:$cap] ELSE raw END, "
+        "coalesce(octet_length(raw) > $cap, false), octet_length(raw), "
+        f"CAST($now AS TIMESTAMP) FROM {relation}",
+        {
+            "session": session_id,
+            "source": WATCH_SOURCE,
+            "cluster": cluster,
+            "cap": RAW_CAP_BYTES,
+            "now": now,
+        },
+    )
 
 
 def _move_cursor(
     con: duckdb.DuckDBPyConnection,
     cluster: str,
     session_id: str,
-    batch: WatchBatch,
+    batch: WatchBatch | WatchSnapshot,
     previous: Cursor | None,
     now: datetime,
 ) -> Cursor:
