@@ -155,6 +155,7 @@ def build_warehouse(workdir: Path, nodes: int, seed: int, first: dt.date, days: 
     """Collect the simulated fleet's inventory, then write ``days`` of history from ``first``."""
     from annex.settings import WarehouseSettings
     from warehouse import Warehouse
+    from warehouse.models.utilisation import rebuild_daily_rollups
 
     path = workdir / "annex.duckdb"
     env = {**os.environ, "ANNEX_WAREHOUSE": str(path), "ANNEX_CONFIG": str(workdir / "none.toml")}
@@ -188,6 +189,8 @@ def build_warehouse(workdir: Path, nodes: int, seed: int, first: dt.date, days: 
             if statement.strip():
                 used = {k: v for k, v in parameters.items() if f"${k}" in statement}
                 con.execute(statement, used)
+        # the GPU-hours were written in SQL, not by refresh_gpu_hourly: build its daily rollups
+        rebuild_daily_rollups(con, first, first + dt.timedelta(days=days - 1))
         rows = con.execute(
             "SELECT (SELECT count(*) FROM marts.node_gpu_hours), "
             "(SELECT count(*) FROM marts.gpu_hourly), (SELECT count(*) FROM bench_gpus)"

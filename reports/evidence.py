@@ -31,12 +31,12 @@ from reports.errors import ReportError
 
 COLLECTIONS = EvidenceQuery(
     name="collections",
-    description="The collections (audit.collections) of the report's sources that ran in the "
+    description="The collections (marts.collections) of the report's sources that ran in the "
     "period: the evidence the report rests on, failed ones included.",
     sql="""
         SELECT collection_id, source, cluster, status, started_at, finished_at,
                rejected_count, error, annex_version
-        FROM audit.collections
+        FROM marts.collections
         WHERE list_contains($sources, source)
           AND started_at < $end_ts
           AND coalesce(finished_at, started_at) >= $start_ts
@@ -48,7 +48,7 @@ COLLECTIONS = EvidenceQuery(
 COVERAGE_SOURCES = EvidenceQuery(
     "coverage_sources",
     "Per evidence source: collections in the period, succeeded and failed, the last "
-    "success, the records rejected and the first error (audit.collections).",
+    "success, the records rejected and the first error (marts.collections).",
     """
     SELECT s.source,
            count(c.collection_id) AS collections,
@@ -58,7 +58,7 @@ COVERAGE_SOURCES = EvidenceQuery(
            CAST(coalesce(sum(c.rejected_count), 0) AS BIGINT) AS rejected_records,
            min(c.error) FILTER (WHERE c.status <> 'succeeded') AS first_error
     FROM (SELECT unnest($sources) AS source) s
-    LEFT JOIN audit.collections c
+    LEFT JOIN marts.collections c
       ON c.source = s.source AND c.started_at < $end_ts
      AND coalesce(c.finished_at, c.started_at) >= $start_ts
     GROUP BY s.source
@@ -71,7 +71,7 @@ clean."""
 
 
 CUTOFF_SQL = """
-    SELECT max(finished_at) FROM audit.collections
+    SELECT max(finished_at) FROM marts.collections
     WHERE status = 'succeeded' AND finished_at < ? AND list_contains(?, source)
 """
 
@@ -104,8 +104,8 @@ def run_query(
     except duckdb.Error as exc:
         raise ReportError(
             f"report query {query.name!r} failed: {exc}",
-            hint="if the warehouse predates this annex version, run `annex migrate` and "
-            "`annex publish`; otherwise rerun with --debug and report it",
+            hint="if the warehouse predates this annex version, run `annex warehouse migrate` and "
+            "`annex warehouse publish`; otherwise rerun with --debug and report it",
         ) from exc
     csv = encode_csv(table)
     return QueryResult(query, used, table, csv, hashlib.sha256(csv).hexdigest())

@@ -83,12 +83,13 @@ QUERIES = (
     ),
     EvidenceQuery(
         "rejected",
-        "Input rejected by the collectors in the period, per source and reason (audit.rejected).",
+        "Input rejected by the collectors in the period, per source and reason "
+        "(marts.rejected_records).",
         """
         SELECT source, cluster, reason_code, count(*) AS records,
                count(DISTINCT collection_id) AS collections,
                min(locator) AS example_locator
-        FROM audit.rejected
+        FROM marts.rejected_records
         WHERE rejected_at >= $start_ts AND rejected_at < $end_ts
         GROUP BY source, cluster, reason_code
         ORDER BY records DESC, source, cluster, reason_code
@@ -157,48 +158,39 @@ QUERIES = (
     EvidenceQuery(
         "idle_gpus",
         "GPUs with allocated-but-idle hours in the period: held by a workload pod while the "
-        "engine was active under 5 % of the hour (marts.gpu_hourly); busy is the mean over "
+        "engine was active under 5 % of the hour (marts.gpu_daily); busy is the mean over "
         "the GPU's reporting hours, the team the namespace that held it longest.",
-        # Straight from the hourly mart, and only for the GPUs that had an idle hour: going
-        # through the marts.gpu_daily view would aggregate every GPU-hour of the fleet first
-        # (DuckDB cannot push the idle filter below that view's grouping).
+        # marts.gpu_daily is a table (migration 0013): a month of it is 1.6 million rows for a
+        # 60,000-GPU fleet, where the hourly mart has 45 million.
         """
-        WITH idle AS (
-            SELECT DISTINCT cluster, gpu_uuid
-            FROM marts.gpu_hourly
-            WHERE day >= $start AND day < $end AND pod_category = 'workload' AND busy < 0.05
-        ),
-        hours AS (
-            SELECT h.cluster, h.gpu_uuid, h.hour, h.node_name, h.busy, h.pod_category,
-                   h.pod_label_fraction, h.workload_namespace
-            FROM marts.gpu_hourly AS h
-            SEMI JOIN idle USING (cluster, gpu_uuid)
-            WHERE h.day >= $start AND h.day < $end
+        WITH days AS (
+            SELECT *
+            FROM marts.gpu_daily
+            WHERE day >= $start AND day < $end
+              AND (cluster, gpu_uuid) IN (
+                  SELECT (cluster, gpu_uuid) FROM marts.gpu_daily
+                  WHERE day >= $start AND day < $end AND allocated_idle_gpu_hours > 0)
         ),
         teams AS (
             SELECT cluster, gpu_uuid,
-                   arg_max(workload_namespace, (held, workload_namespace)) AS top_namespace
+                   arg_max(top_namespace, (held, top_namespace)) AS top_namespace
             FROM (
-                SELECT cluster, gpu_uuid, workload_namespace, sum(pod_label_fraction) AS held
-                FROM hours
-                WHERE workload_namespace IS NOT NULL
-                GROUP BY cluster, gpu_uuid, workload_namespace
+                SELECT cluster, gpu_uuid, top_namespace, sum(top_namespace_gpu_hours) AS held
+                FROM days
+                WHERE top_namespace IS NOT NULL
+                GROUP BY cluster, gpu_uuid, top_namespace
             )
             GROUP BY cluster, gpu_uuid
         )
-        SELECT h.cluster, h.gpu_uuid, arg_max(h.node_name, h.hour) AS node_name,
+        SELECT d.cluster, d.gpu_uuid, arg_max(d.node_name, d.day) AS node_name,
                any_value(t.top_namespace) AS top_namespace,
-               coalesce(sum(h.pod_label_fraction) FILTER (WHERE h.pod_category = 'workload'), 0)
-                   AS dcgm_allocated_gpu_hours,
-               coalesce(sum(h.pod_label_fraction)
-                            FILTER (WHERE h.pod_category = 'workload' AND h.busy < 0.05), 0)
-                   AS allocated_idle_gpu_hours,
-               avg(h.busy) AS busy
-        FROM hours AS h
+               sum(d.dcgm_allocated_gpu_hours) AS dcgm_allocated_gpu_hours,
+               sum(d.allocated_idle_gpu_hours) AS allocated_idle_gpu_hours,
+               sum(d.busy * d.busy_hours) / nullif(sum(d.busy_hours), 0) AS busy
+        FROM days AS d
         LEFT JOIN teams AS t USING (cluster, gpu_uuid)
-        GROUP BY h.cluster, h.gpu_uuid
-        HAVING allocated_idle_gpu_hours > 0
-        ORDER BY allocated_idle_gpu_hours DESC, h.cluster, h.gpu_uuid
+        GROUP BY d.cluster, d.gpu_uuid
+        ORDER BY allocated_idle_gpu_hours DESC, d.cluster, d.gpu_uuid
         """,
     ),
     EvidenceQuery(
@@ -257,7 +249,7 @@ QUERIES = (
     ),
     EvidenceQuery(
         "checks",
-        "Asset-check evaluations of the period per check (audit.check_results): how often it "
+        "Asset-check evaluations of the period per check (marts.check_results): how often it "
         "ran, failed, and its latest outcome.",
         """
         SELECT check_name, asset, severity, bool_or(blocking) AS blocking,
@@ -265,7 +257,7 @@ QUERIES = (
                arg_max(passed, checked_at) AS last_passed,
                max(checked_at) AS last_checked_at,
                arg_max(CAST(details AS VARCHAR), checked_at) AS last_details
-        FROM audit.check_results
+        FROM marts.check_results
         WHERE checked_at >= $start_ts AND checked_at < $end_ts
         GROUP BY check_name, asset, severity
         ORDER BY failures DESC, check_name, asset, severity
@@ -479,7 +471,7 @@ def _findings(
                     "medium",
                     f"{s['source']} collections failed: {s['failed']}",
                     f"first error: {s['first_error'] or 'not recorded'} (collections.csv)",
-                    "Read the error in audit.collections (`annex status`), fix its cause, and "
+                    "Read the error in marts.collections (`annex status`), fix its cause, and "
                     "rerun the collection; failed collections load nothing.",
                 )
             )
@@ -513,8 +505,8 @@ def _findings(
                 "reasons: "
                 + ", ".join(sorted({r["reason_code"] for r in rejected if r["source"] == source}))
                 + " (rejected.csv)",
-                'Inspect them with `annex sql -c "select * from audit.rejected"` and fix the '
-                "producer; they are kept with their reason, nothing else was lost.",
+                'Inspect them with `annex sql -c "select * from marts.rejected_records"` and fix '
+                "the producer; they are kept with their reason, nothing else was lost.",
             )
         )
     for r in degraded:
@@ -596,7 +588,7 @@ def _findings(
             Finding(
                 "medium",
                 "No asset checks were evaluated in the period",
-                "audit.check_results has no rows for it (checks.csv)",
+                "marts.check_results has no rows for it (checks.csv)",
                 "Run the collections through Dagster (`annex run`), which evaluates the checks.",
             )
         )

@@ -158,7 +158,8 @@ class Warehouse:
         if not self.published_path.exists():
             raise WarehouseError(
                 f"there is no published copy of the warehouse at {self.published_path} yet",
-                hint="run a collection (it publishes when it succeeds) or `annex publish`",
+                hint="run a collection (it publishes when it succeeds) or "
+                "`annex warehouse publish`",
             )
         con = open_duckdb(self.published_path, read_only=True, live=self.path)
         try:
@@ -251,7 +252,7 @@ class Warehouse:
         if not self.path.exists():
             raise WarehouseError(
                 f"cannot publish: there is no warehouse at {self.path}",
-                hint="run `annex migrate` or a collection first",
+                hint="run `annex warehouse migrate` or a collection first",
             )
         con = self._connect_live()
         try:

@@ -33,7 +33,8 @@ def copy_atomically(live: Path, published: Path) -> Path:
     if wal.exists() and wal.stat().st_size > 0:
         raise WarehouseError(
             f"cannot publish {live}: its write-ahead log {wal} still holds changes",
-            hint="open the warehouse for writing once (annex migrate) so DuckDB replays it",
+            hint="open the warehouse for writing once (annex warehouse migrate) so DuckDB "
+            "replays it",
         )
     published.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(
@@ -62,7 +63,7 @@ def copy_atomically(live: Path, published: Path) -> Path:
                 f"cannot publish {live} to {published}: {exc}",
                 hint=(
                     "check free space and permissions in that folder; the live warehouse and "
-                    "the previous published copy are intact; then run `annex publish`"
+                    "the previous published copy are intact; then run `annex warehouse publish`"
                 ),
             ) from exc
         raise

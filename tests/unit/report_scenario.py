@@ -29,6 +29,7 @@ from pathlib import Path
 
 from annex.settings import WarehouseSettings
 from warehouse import Warehouse
+from warehouse.models.utilisation import rebuild_daily_rollups
 
 CLUSTER = "c1"
 CAPACITY = 16_704.0
@@ -188,6 +189,8 @@ def build_scenario(directory: Path, names: Names | None = None) -> Warehouse:
             """,
             [CLUSTER, n.team_b],
         )
+        # written in SQL, not by refresh_gpu_hourly: build its daily rollups (marts.gpu_daily)
+        rebuild_daily_rollups(con, date(2026, 9, 1), date(2026, 11, 30))
         con.execute(
             """
             INSERT INTO marts.attestation_gpu_hours

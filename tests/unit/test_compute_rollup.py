@@ -25,7 +25,7 @@ from warehouse import Warehouse, load_collection
 from warehouse.migrate import apply_migrations, discover_migrations
 from warehouse.models.compute import refresh_compute
 from warehouse.models.telemetry import TELEMETRY_MODEL
-from warehouse.models.utilisation import rebuild_gpu_pod_daily, refresh_gpu_hourly
+from warehouse.models.utilisation import rebuild_daily_rollups, refresh_gpu_hourly
 
 T0 = datetime(2026, 11, 1)
 DAY = T0.date()
@@ -151,7 +151,7 @@ def test_the_refresh_keeps_the_daily_rows_equal_to_the_gpu_hours(wh: Warehouse) 
         refresh_gpu_hourly(con)
         assert stored(con) == second
         # the explicit rebuild (for GPU-hours written another way) writes the same rows
-        assert rebuild_gpu_pod_daily(con, DAY, DAY + timedelta(days=1)) == 3
+        assert rebuild_daily_rollups(con, DAY, DAY + timedelta(days=1))["gpu_pod_daily"] == 3
         assert stored(con) == second
 
 
@@ -224,5 +224,6 @@ def test_the_migration_fills_the_table_from_existing_gpu_hours(tmp_path: Path) -
             ("w1", ["GPU-y"], 1),
             ("w1", ["GPU-y"], 1),
         ]
-        assert rebuild_gpu_pod_daily(con, date(2026, 11, 1), date(2026, 11, 2)) == 3
+        counts = rebuild_daily_rollups(con, date(2026, 11, 1), date(2026, 11, 2))
+        assert counts["gpu_pod_daily"] == 3
         assert stored(con) == filled

@@ -99,7 +99,7 @@ def test_failed_copy_never_exposes_a_partial_file(
     monkeypatch.setattr(shutil, "copyfileobj", copy_half_then_fail)
     with pytest.raises(WarehouseError, match="No space left") as caught:
         wh.publish()
-    assert "annex publish" in (caught.value.hint or "")
+    assert "annex warehouse publish" in (caught.value.hint or "")
 
     assert wh.published_path.read_bytes() == before
     assert [p.name for p in wh.published_path.parent.iterdir()] == ["analysts.duckdb"]
@@ -130,7 +130,7 @@ def test_load_that_cannot_publish_says_the_collection_was_kept(
     monkeypatch.setattr(shutil, "copyfileobj", no_space)
     with pytest.raises(WarehouseError, match="was loaded, but publishing") as caught:
         load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
-    assert "annex publish" in (caught.value.hint or "")
+    assert "annex warehouse publish" in (caught.value.hint or "")
     with duckdb.connect(str(wh.path), read_only=True) as con:
         assert con.execute("SELECT status FROM audit.collections").fetchall() == [("succeeded",)]
         assert con.execute("SELECT count(*) FROM core.things").fetchone() == (10,)

@@ -2,8 +2,8 @@
 
 ``refresh_attestation_coverage`` rebuilds, per cluster and UTC day,
 ``marts.attestation_node_windows`` (when each node was covered, and by what) and
-``marts.attestation_gpu_hours`` (the workload GPU-hours of ``core.gpu_allocations`` split into
-verified, self_reported, unattested and unknown). Migration ``0006_attestation.sql``
+``marts.attestation_gpu_hours`` (the workload GPU-hours of ``core.gpu_allocation_history``
+split into verified, self_reported, unattested and unknown). Migration ``0006_attestation.sql``
 documents every column; the rules, in order:
 
 1. A record's window is ``[valid_from, valid_until)`` (``max(nbf, iat)``, ``min(exp, iat +
@@ -418,7 +418,7 @@ SELECT
     CAST(d.day_start AS DATE) AS day,
     greatest(a.valid_from, d.day_start) AS s,
     least(coalesce(a.valid_to, $horizon), d.day_start + INTERVAL 1 DAY) AS e
-FROM core.gpu_allocations AS a
+FROM core.gpu_allocation_history AS a
 JOIN cov_days AS d
     ON a.valid_from < d.day_start + INTERVAL 1 DAY AND coalesce(a.valid_to, $horizon) > d.day_start
 WHERE a.cluster = $cluster AND a.resource_name = 'nvidia.com/gpu' AND a.category = 'workload'
@@ -568,6 +568,10 @@ SELECT least(
      WHERE cluster = $cluster AND opened_collection_id IN (SELECT collection_id FROM pending)),
     (SELECT min(valid_to) FROM core.gpu_allocations
      WHERE cluster = $cluster AND closed_collection_id IN (SELECT collection_id FROM pending)),
+    (SELECT min(valid_from) FROM core.watched_gpu_allocations
+     WHERE cluster = $cluster AND opened_at > $after),
+    (SELECT min(valid_to) FROM core.watched_gpu_allocations
+     WHERE cluster = $cluster AND closed_at > $after),
     (SELECT min(CASE
                     WHEN NOT EXISTS (
                         SELECT 1 FROM core.nodes AS earlier

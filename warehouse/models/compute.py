@@ -5,8 +5,8 @@ caller's), ``core.model_registry`` and the ``marts`` tables of migration 0008:
 
 1. SQL gathers the evidence per training run (lineage runs of stage PRETRAINING, FINE_TUNING or
    SYNTHETIC_GENERATION, attributed to a model by the registry's lineage job names or by their
-   ``annex_trainingRun.modelName``): the Job's GPU intervals (``core.gpu_allocations``) per GPU
-   model, the telemetry of the GPU-hours whose DCGM pod label is one of the Job's pods
+   ``annex_trainingRun.modelName``): the Job's GPU intervals (``core.gpu_allocation_history``)
+   per GPU model, the telemetry of the GPU-hours whose DCGM pod label is one of the Job's pods
    (``marts.gpu_hourly``, through its per-pod daily sums ``marts.gpu_pod_daily``: counter
    resets and power-only exporters are handled there), GEMM
    benchmarks on the Job's nodes, and the tokens of the lineage facets.
@@ -204,7 +204,7 @@ SELECT
     coalesce(a.valid_to_inferred, false) AS inferred,
     coalesce(p.gpu_product, 'unknown') AS gpu_product
 FROM cmp_runs AS r
-JOIN core.gpu_allocations AS a
+JOIN core.gpu_allocation_history AS a
     ON a.cluster = r.kubernetes_cluster AND a.namespace = r.kubernetes_namespace
     AND a.job_name = r.kubernetes_job_name
 LEFT JOIN products AS p ON p.cluster = a.cluster AND p.node_name = a.node_name

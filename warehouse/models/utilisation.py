@@ -3,8 +3,10 @@
 Why tables and not views: a day of one DCGM field for 60,000 GPUs is 86.4 million samples, and
 a year of 7,500 nodes is 66 million node-hours. Views over ``core`` would redo that work on
 every query; instead ``refresh_gpu_hourly`` rebuilds only the hours that changed, and the daily
-rollups (``marts.gpu_daily``, ``marts.gpu_hours_daily_by_*``) are views over the hourly tables
-(migration ``0005_gpu_utilisation.sql`` defines and documents every column).
+rollups ``marts.gpu_hours_daily_by_*`` are views over the hourly tables (migration
+``0005_gpu_utilisation.sql`` defines and documents every column). ``marts.gpu_daily`` (per GPU
+and day) is a table since migration 0013: a month of it is read by reports and analysts, and
+aggregating 45 million GPU-hours on each read took seconds.
 
 What is rebuilt, per cluster:
 
@@ -16,12 +18,17 @@ What is rebuilt, per cluster:
 * ``marts.gpu_pod_daily`` (migration 0011: the telemetry per pod label, node and day, which
   training compute joins instead of the GPU-hours): every UTC day of those hours, summed again
   whole from ``marts.gpu_hourly``.
+* ``marts.gpu_daily``: every (cluster, UTC day) of any hour rebuilt below (telemetry or
+  inventory: an inventory hour may change pod categories), summed again whole.
 * ``marts.node_gpu_hours`` and ``marts.namespace_gpu_hours`` (inventory GPU-hours beside the
   telemetry of those GPUs): the telemetry hours above, plus the hours touched by successful
   kubernetes collections newer than the cluster's last ``inventory_horizon`` in
   ``audit.utilisation_refreshes``: from the earliest of the previous horizon (open node
   versions and intervals grew from there to the new collection), the start of allocation
-  intervals those collections opened and the end of those they closed, up to the new horizon.
+  intervals those collections opened and the end of those they closed (and of the intervals
+  ``annex watch`` committed since: allocations are read from ``core.gpu_allocation_history``,
+  the watch's exact intervals where it saw the pod, the snapshots' elsewhere), up to the new
+  horizon.
   They are tables for the same reason as gpu_hourly (the SCD rows and intervals would have to be
   cut into hours on every query). A telemetry-only hour past the horizon gets its capacity when
   the next kubernetes collection rebuilds it.
@@ -123,6 +130,15 @@ closed AS (
     JOIN pending AS p ON p.cluster = a.cluster AND p.collection_id = a.closed_collection_id
     GROUP BY a.cluster
 ),
+watched AS (
+    -- intervals annex watch committed since the last refresh (it writes between collections)
+    SELECT w.cluster,
+           least(min(w.valid_from) FILTER (WHERE d.rolled IS NULL OR w.opened_at > d.rolled),
+                 min(w.valid_to) FILTER (WHERE d.rolled IS NULL OR w.closed_at > d.rolled)) AS t
+    FROM core.watched_gpu_allocations AS w
+    LEFT JOIN done AS d USING (cluster)
+    GROUP BY w.cluster
+),
 first_seen AS (
     SELECT cluster, min(valid_from) AS t FROM core.nodes GROUP BY cluster
 ),
@@ -134,13 +150,14 @@ per_cluster AS (
 )
 SELECT
     p.cluster,
-    greatest(least(p.first_pending, d.rolled, o.t, c.t), f.t) AS start,
+    greatest(least(p.first_pending, d.rolled, o.t, c.t, w.t), f.t) AS start,
     p.horizon,
     p.collections
 FROM per_cluster AS p
 LEFT JOIN done AS d USING (cluster)
 LEFT JOIN opened AS o USING (cluster)
 LEFT JOIN closed AS c USING (cluster)
+LEFT JOIN watched AS w USING (cluster)
 LEFT JOIN first_seen AS f USING (cluster);
 
 CREATE OR REPLACE TEMP TABLE util_next_hours (cluster VARCHAR, hour TIMESTAMP);
@@ -180,7 +197,7 @@ GROUP BY cluster;
 
 CREATE OR REPLACE TEMP TABLE util_balloons AS
 SELECT DISTINCT cluster, namespace, pod_name, valid_from, valid_to
-FROM core.gpu_allocations
+FROM core.gpu_allocation_history
 WHERE category = 'balloon';
 """
 
@@ -594,6 +611,70 @@ WHERE g.day >= $first AND g.day <= $last
 GROUP BY g.cluster, g.day, g.workload_namespace, g.workload_pod, g.node_name
 """
 
+# The GPU-days (migration 0013) of the (cluster, day)s in util_gpu_days, $first..$last, summed
+# again whole from marts.gpu_hourly: the days of every hour rebuilt, telemetry or inventory (an
+# inventory hour may change pod categories, hence the allocated and idle GPU-hours).
+_DELETE_GPU_DAYS = """
+DELETE FROM marts.gpu_daily AS d
+WHERE d.day >= $first AND d.day <= $last
+  AND EXISTS (SELECT 1 FROM util_gpu_days AS u WHERE u.cluster = d.cluster AND u.day = d.day)
+"""
+
+_INSERT_GPU_DAYS = """
+INSERT INTO marts.gpu_daily BY NAME
+WITH namespaces AS (
+    SELECT cluster, gpu_uuid, day, workload_namespace, sum(pod_label_fraction) AS held
+    FROM marts.gpu_hourly AS g
+    WHERE workload_namespace IS NOT NULL AND day >= $first AND day <= $last
+      AND EXISTS (SELECT 1 FROM util_gpu_days AS u WHERE u.cluster = g.cluster AND u.day = g.day)
+    GROUP BY ALL
+),
+tops AS (
+    SELECT cluster, gpu_uuid, day,
+           arg_max(workload_namespace, (held, workload_namespace)) AS top_namespace,
+           max(held) AS top_namespace_gpu_hours
+    FROM namespaces
+    GROUP BY ALL
+)
+SELECT
+    g.cluster,
+    g.gpu_uuid,
+    g.day,
+    arg_max(g.node_name, g.hour) AS node_name,
+    arg_max(g.gpu_model, g.hour) AS gpu_model,
+    count(*) AS hours_reporting,
+    CAST(sum(g.samples) AS BIGINT) AS samples,
+    avg(g.busy) AS busy,
+    count(g.busy) AS busy_hours,
+    avg(g.sm_active) AS sm_active,
+    avg(g.tensor_active) AS tensor_active,
+    avg(g.dram_active) AS dram_active,
+    avg(g.power_watts) AS power_watts,
+    sum(coalesce(g.energy_joules, g.energy_estimated_joules)) AS energy_joules,
+    sum(g.energy_estimated_joules) FILTER (WHERE g.energy_joules IS NULL)
+        AS energy_estimated_joules,
+    max(g.max_gpu_temp_c) AS max_gpu_temp_c,
+    avg(g.mean_sm_clock_mhz) AS mean_sm_clock_mhz,
+    arg_max(g.xid_last, g.hour) FILTER (WHERE g.xid_last IS NOT NULL) AS xid_last,
+    CAST(sum(g.xid_samples) AS BIGINT) AS xid_samples,
+    max(g.uncorrectable_remapped_rows_max) AS uncorrectable_remapped_rows_max,
+    max(g.correctable_remapped_rows_max) AS correctable_remapped_rows_max,
+    max(g.row_remap_failure_max) AS row_remap_failure_max,
+    coalesce(sum(g.pod_label_fraction) FILTER (WHERE g.pod_category = 'workload'), 0)
+        AS dcgm_allocated_gpu_hours,
+    coalesce(sum(g.pod_label_fraction)
+                 FILTER (WHERE g.pod_category = 'workload' AND g.busy < 0.05), 0)
+        AS allocated_idle_gpu_hours,
+    any_value(t.top_namespace) AS top_namespace,
+    any_value(t.top_namespace_gpu_hours) AS top_namespace_gpu_hours,
+    CAST($now AS TIMESTAMP) AS refreshed_at
+FROM marts.gpu_hourly AS g
+LEFT JOIN tops AS t USING (cluster, gpu_uuid, day)
+WHERE g.day >= $first AND g.day <= $last
+  AND EXISTS (SELECT 1 FROM util_gpu_days AS u WHERE u.cluster = g.cluster AND u.day = g.day)
+GROUP BY g.cluster, g.gpu_uuid, g.day
+"""
+
 # Hours rebuilt for the inventory only: the balloon status of a labelled pod may have changed.
 _UPDATE_POD_CATEGORY = """
 UPDATE marts.gpu_hourly AS g
@@ -662,7 +743,7 @@ WITH allocations AS (
         a.gpus,
         a.valid_from,
         least(coalesce(a.valid_to, h.horizon), h.horizon) AS valid_to
-    FROM core.gpu_allocations AS a
+    FROM core.gpu_allocation_history AS a
     JOIN util_horizon AS h USING (cluster)
     WHERE a.resource_name = 'nvidia.com/gpu'
       AND a.valid_from < $hi
@@ -944,6 +1025,7 @@ _TEMP_TABLES = (
     "util_held",
     "util_written",
     "util_pod_days",
+    "util_gpu_days",
 )
 
 
@@ -1071,6 +1153,11 @@ def _refresh(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, int]:
         _run(con, "insert namespace_gpu_hours", _INSERT_NAMESPACE_HOURS, bounds | {"now": now})
 
     if all_hours:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE util_gpu_days AS "
+            "SELECT DISTINCT cluster, CAST(hour AS DATE) AS day FROM util_hours"
+        )
+        _rebuild_gpu_days(con, all_hours[0].date(), all_hours[-1].date(), now)
         span = {"first": all_hours[0], "last": all_hours[-1], "now": now}
         for table in ("gpu_hourly", "node_gpu_hours", "namespace_gpu_hours"):
             con.execute(_WRITTEN.replace("{table}", table), span)
@@ -1089,26 +1176,38 @@ def _refresh(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, int]:
     return counts
 
 
-def rebuild_gpu_pod_daily(con: duckdb.DuckDBPyConnection, first: date, last: date) -> int:
-    """Rebuild ``marts.gpu_pod_daily`` for every cluster's days ``first``..``last`` from
-    ``marts.gpu_hourly``; returns the rows written. ``refresh_gpu_hourly`` keeps the table up to
-    date by itself: this is for GPU-hours written another way (the compute benchmark fills
-    ``marts.gpu_hourly`` in SQL). Atomic, like the refresh."""
+def rebuild_daily_rollups(
+    con: duckdb.DuckDBPyConnection, first: date, last: date
+) -> dict[str, int]:
+    """Rebuild ``marts.gpu_pod_daily`` and ``marts.gpu_daily`` for every cluster's days
+    ``first``..``last`` from ``marts.gpu_hourly``; returns the rows each now has in those days.
+    ``refresh_gpu_hourly`` keeps both up to date by itself: this is for GPU-hours written
+    another way (the compute and report benchmarks fill ``marts.gpu_hourly`` in SQL). Atomic,
+    like the refresh."""
+    days = {"first": first, "last": last}
     try:
         with atomic(con):
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE util_pod_days AS SELECT DISTINCT cluster, day "
                 "FROM marts.gpu_hourly WHERE day >= $first AND day <= $last",
-                {"first": first, "last": last},
+                days,
             )
-            _rebuild_pod_days(con, first, last, utc_now())
-            row = con.execute(
-                "SELECT count(*) FROM marts.gpu_pod_daily WHERE day >= $first AND day <= $last",
-                {"first": first, "last": last},
-            ).fetchone()
+            con.execute("CREATE OR REPLACE TEMP TABLE util_gpu_days AS FROM util_pod_days")
+            now = utc_now()
+            _rebuild_pod_days(con, first, last, now)
+            _rebuild_gpu_days(con, first, last, now)
+            counts = {
+                table: int(
+                    con.execute(
+                        f"SELECT count(*) FROM marts.{table} WHERE day >= $first AND day <= $last",
+                        days,
+                    ).fetchone()[0]  # type: ignore[index]
+                )
+                for table in ("gpu_pod_daily", "gpu_daily")
+            }
     finally:
         _drop_temp_tables(con)
-    return int(row[0]) if row else 0
+    return counts
 
 
 def _rebuild_pod_days(
@@ -1117,6 +1216,14 @@ def _rebuild_pod_days(
     days = {"first": first, "last": last}
     _run(con, "delete gpu_pod_daily", _DELETE_POD_DAYS, days)
     _run(con, "insert gpu_pod_daily", _INSERT_POD_DAYS, days | {"now": now})
+
+
+def _rebuild_gpu_days(
+    con: duckdb.DuckDBPyConnection, first: date, last: date, now: datetime
+) -> None:
+    days = {"first": first, "last": last}
+    _run(con, "delete gpu_daily", _DELETE_GPU_DAYS, days)
+    _run(con, "insert gpu_daily", _INSERT_GPU_DAYS, days | {"now": now})
 
 
 def _run(con: duckdb.DuckDBPyConnection, what: str, sql: Any, params: dict[str, object]) -> None:
