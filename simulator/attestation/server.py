@@ -19,9 +19,7 @@ the telemetry server's.
 from __future__ import annotations
 
 import http
-import threading
 import time
-from collections import deque
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
@@ -29,21 +27,17 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 
 from simulator.attestation.issuers import IssuerSet
+from simulator.http import BackgroundServer, hang_up, read_body
 from simulator.kubernetes.faults import Fault, FaultSet, RequestFacts
-from simulator.telemetry.server import (
-    ADMIN_PREFIX,
-    RequestRecord,
-    _hang_up,
-    _HttpServer,
-    _read_body,
-    _Reply,
-)
+from simulator.telemetry.server import ADMIN_PREFIX, RequestRecord, _HttpServer, _Reply
 
 _JSON = "application/json; charset=utf-8"
 
 
-class AttestationIssuerServer:
+class AttestationIssuerServer(BackgroundServer[RequestRecord]):
     """Serves each simulated issuer's key set (and MAA's OpenID metadata) over HTTP."""
+
+    thread_name = "attestation-issuers"
 
     def __init__(
         self,
@@ -57,14 +51,12 @@ class AttestationIssuerServer:
         self.issuers = issuers
         self.host = host
         self.faults = FaultSet(seed)
-        self.records: deque[RequestRecord] = deque(maxlen=max_records)
-        self._records_lock = threading.Lock()
+        self._init_background(max_records)
         self._documents = {
             issuer.jwks_path: issuer.jwks_bytes() for issuer in issuers.all() if issuer.jwks_path
         }
         # _HttpServer hands every request to `<its second argument>.handle(handler)`
         self._server = _HttpServer((host, port), self)  # type: ignore[arg-type]
-        self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
@@ -79,43 +71,13 @@ class AttestationIssuerServer:
         """Where issuer `name`'s key set is served."""
         return self.url + self.issuers.by_name(name).jwks_path
 
-    def start(self) -> AttestationIssuerServer:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, name="attestation-issuers", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=10)
-            self._thread = None
-        self._server.close_connections()
-        self._server.server_close()
-
-    def __enter__(self) -> AttestationIssuerServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def requests(self) -> list[RequestRecord]:
-        with self._records_lock:
-            return list(self.records)
-
-    def clear_requests(self) -> None:
-        with self._records_lock:
-            self.records.clear()
-
     # -- handling -----------------------------------------------------------------------
 
     def handle(self, handler: BaseHTTPRequestHandler) -> None:
         started, clock = time.time(), time.perf_counter()
         url = urlsplit(handler.path)
         path = url.path
-        body = _read_body(handler)
+        body = read_body(handler)
         reply = _Reply(handler)
         if path.startswith(ADMIN_PREFIX):
             self._admin(handler, reply, path[len(ADMIN_PREFIX) :], body)
@@ -135,8 +97,7 @@ class AttestationIssuerServer:
             record.status = r.status
             record.fault = r.fault.kind if r.fault else None
             record.duration_seconds = time.perf_counter() - clock
-            with self._records_lock:
-                self.records.append(record)
+            self.record(record)
 
         reply.on_answer = log
         try:
@@ -153,7 +114,7 @@ class AttestationIssuerServer:
         fault = reply.fault
         if fault is not None and fault.kind == "disconnect":
             handler.close_connection = True
-            _hang_up(handler.connection)
+            hang_up(handler.connection)
             return
         if fault is not None and fault.kind == "status":
             error = {"error": http.HTTPStatus(fault.status).phrase, "simulated": True}

@@ -7,7 +7,6 @@ bodies are assembled from pre-serialised bytes and written with one `sendall`.
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import http
 import socket
@@ -19,11 +18,12 @@ import zlib
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from simulator.http import TrackingHTTPServer, hang_up, read_body
 from simulator.kubernetes import discovery, errors, logs
 from simulator.kubernetes.faults import Fault, FaultSet, RequestFacts
 from simulator.kubernetes.lists import Lister, ListOptions
@@ -147,7 +147,7 @@ class _Exchange:
             sock.sendall(head + body[:cut])
             self.bytes_sent = cut
             self.handler.close_connection = True
-            _hang_up(sock)
+            hang_up(sock)
             return
         if fault and fault.kind == "slow" and fault.slow_phase == "body":
             half = len(body) // 2
@@ -186,16 +186,11 @@ class _Exchange:
         self.bytes_sent += len(data)
         if self.fault and self.fault.kind == "truncate":
             self.handler.close_connection = True
-            _hang_up(self.handler.connection)
+            hang_up(self.handler.connection)
             raise ConnectionAbortedError("truncated by fault")
 
     def end_stream(self) -> None:
         self.handler.connection.sendall(b"0\r\n\r\n")
-
-
-def _hang_up(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
 
 
 def acceptable(accept: str | None) -> bool:
@@ -248,7 +243,7 @@ class ApiServer:
         url = urlsplit(handler.path)
         path = url.path
         query = parse_qs(url.query, keep_blank_values=True)
-        body = self._read_body(handler)
+        body = read_body(handler)
         if path.startswith(ADMIN_PREFIX):
             self._admin(handler, path, body)
             return
@@ -285,11 +280,6 @@ class ApiServer:
             record.duration_seconds = time.perf_counter() - clock
             record.bytes_sent = exchange.bytes_sent
 
-    @staticmethod
-    def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
-        length = int(handler.headers.get("Content-Length") or 0)
-        return handler.rfile.read(length) if length else b""
-
     def _authorised(self, handler: BaseHTTPRequestHandler) -> bool:
         given = handler.headers.get("Authorization", "")
         return hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode())
@@ -325,7 +315,7 @@ class ApiServer:
         if fault is not None:
             if fault.kind == "disconnect":
                 handler.close_connection = True
-                _hang_up(handler.connection)
+                hang_up(handler.connection)
                 return
             if fault.kind == "status":
                 self._injected_status(exchange, fault.status)
@@ -576,18 +566,12 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the request log is `ApiServer.records`."""
 
 
-class _HttpServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 256
-
+class _HttpServer(TrackingHTTPServer):
     def __init__(
         self, address: tuple[str, int], api: ApiServer, tls: ssl.SSLContext | None = None
     ) -> None:
         self.api = api
         self.tls = tls
-        self.connections: set[socket.socket] = set()
-        self.connections_lock = threading.Lock()
         super().__init__(address, _Handler)
 
     def get_request(self) -> tuple[socket.socket, object]:
@@ -597,22 +581,6 @@ class _HttpServer(ThreadingHTTPServer):
                 connection, server_side=True, do_handshake_on_connect=False
             )
         return connection, address
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        """A client that hangs up mid-handshake or mid-request is not a server error."""
-
-    def track(self, connection: socket.socket, add: bool) -> None:
-        with self.connections_lock:
-            if add:
-                self.connections.add(connection)
-            else:
-                self.connections.discard(connection)
-
-    def close_connections(self) -> None:
-        with self.connections_lock:
-            connections = list(self.connections)
-        for connection in connections:
-            _hang_up(connection)
 
 
 def object_key_for(plural: str, obj: dict) -> str:

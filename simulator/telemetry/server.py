@@ -25,21 +25,19 @@ or gets 401. The clock is ``time.time`` unless a test passes its own.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import hmac
 import http
-import socket
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from simulator.http import BackgroundServer, TrackingHTTPServer, hang_up, read_body
 from simulator.kubernetes.faults import Fault, FaultSet, RequestFacts
 from simulator.telemetry import exporter, prometheus
 from simulator.world.activity import GpuActivity, gpu_activity
@@ -74,8 +72,10 @@ class RequestRecord:
     bytes_sent: int = 0
 
 
-class TelemetryServer:
+class TelemetryServer(BackgroundServer["RequestRecord"]):
     """Serves the world's DCGM exporters and their Prometheus on one loopback port."""
+
+    thread_name = "telemetry-server"
 
     def __init__(
         self,
@@ -100,10 +100,8 @@ class TelemetryServer:
         self.node_ips = _node_ips(world)
         self._catalog: dict[str, list[prometheus.StoredSeries]] | None = None
         self._catalog_lock = threading.Lock()
-        self.records: deque[RequestRecord] = deque(maxlen=max_records)
-        self._records_lock = threading.Lock()
+        self._init_background(max_records)
         self._server = _HttpServer((host, port), self)
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -127,38 +125,6 @@ class TelemetryServer:
         """Nodes that run an exporter (every node with GPUs), sorted."""
         return sorted(self.by_node)
 
-    def start(self) -> TelemetryServer:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, name="telemetry-server", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=10)
-            self._thread = None
-        self._server.close_connections()
-        self._server.server_close()
-
-    def __enter__(self) -> TelemetryServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # -- request log --------------------------------------------------------------------
-
-    def requests(self) -> list[RequestRecord]:
-        with self._records_lock:
-            return list(self.records)
-
-    def clear_requests(self) -> None:
-        with self._records_lock:
-            self.records.clear()
-
     def catalog(self) -> dict[str, list[prometheus.StoredSeries]]:
         with self._catalog_lock:
             if self._catalog is None:
@@ -174,7 +140,7 @@ class TelemetryServer:
         url = urlsplit(handler.path)
         path = url.path
         query = parse_qs(url.query, keep_blank_values=True)
-        body = _read_body(handler)
+        body = read_body(handler)
         content_type = handler.headers.get("Content-Type", "")
         if handler.command == "POST" and "application/x-www-form-urlencoded" in content_type:
             form = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
@@ -198,8 +164,7 @@ class TelemetryServer:
             record.status = r.status
             record.fault = r.fault.kind if r.fault else None
             record.duration_seconds = time.perf_counter() - clock
-            with self._records_lock:
-                self.records.append(record)
+            self.record(record)
 
         reply.on_answer = log
         try:
@@ -222,7 +187,7 @@ class TelemetryServer:
         is_prometheus = path.startswith("/prometheus/")
         if fault is not None and fault.kind == "disconnect":
             handler.close_connection = True
-            _hang_up(handler.connection)
+            hang_up(handler.connection)
             return
         if fault is not None and fault.kind == "status":
             if is_prometheus:
@@ -380,7 +345,7 @@ class _Reply:
             sock.sendall(head + body[:cut])
             self.bytes_sent = cut
             self.handler.close_connection = True
-            _hang_up(sock)
+            hang_up(sock)
             return
         if fault is not None and fault.kind == "slow" and fault.slow_phase == "body":
             half = len(body) // 2
@@ -394,16 +359,6 @@ class _Reply:
 
 def _http_date() -> str:
     return time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())
-
-
-def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
-    length = int(handler.headers.get("Content-Length") or 0)
-    return handler.rfile.read(length) if length else b""
-
-
-def _hang_up(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
 
 
 def _node_ips(world: World) -> dict[str, str]:
@@ -441,32 +396,10 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the request log is ``TelemetryServer.records``."""
 
 
-class _HttpServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 256
-
+class _HttpServer(TrackingHTTPServer):
     def __init__(self, address: tuple[str, int], telemetry: TelemetryServer) -> None:
         self.telemetry = telemetry
-        self.connections: set[socket.socket] = set()
-        self.connections_lock = threading.Lock()
         super().__init__(address, _Handler)
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        """A client that hangs up mid-request is not a server error."""
-
-    def track(self, connection: socket.socket, add: bool) -> None:
-        with self.connections_lock:
-            if add:
-                self.connections.add(connection)
-            else:
-                self.connections.discard(connection)
-
-    def close_connections(self) -> None:
-        with self.connections_lock:
-            connections = list(self.connections)
-        for connection in connections:
-            _hang_up(connection)
 
 
 __all__ = ["RequestRecord", "TelemetryServer"]
