@@ -27,6 +27,15 @@ A file looks like::
     training: {dtype: bf16, plan: {end: 2027-06-01T00:00:00Z}}
     alerts: {enabled: true, thresholds: [gpai, systemic_risk, modification],
              disagreement_margin: 0.3}
+    documentation:                     # Annex XI / XII and model documentation form answers
+      intended_tasks: chat, summarisation, code completion
+      acceptable_use_policy: https://example.com/aup
+      distribution_channels: [API, weights download]
+      context_length: 131072           # maximum input tokens
+
+``documentation`` holds the human-authored answers of the technical documentation (the keys of
+``DOCUMENTATION_FIELDS``, each optional): the report shows a missing one as a gap naming the
+article or annex point that requires it.
 
 Every error names the file, the field path and what to do; nothing is half-loaded: a folder
 with one bad file is an error (a compliance figure must not silently lose a model).
@@ -57,8 +66,47 @@ TOP_FIELDS = (
     "name", "provider", "contact", "code_of_practice_signatory", "versions", "parameters",
     "active_parameters", "architecture",
     "licence", "modalities", "generative", "release_date", "eu_market_date", "base_models",
-    "reported_compute_flop", "lineage", "training", "alerts",
+    "reported_compute_flop", "lineage", "training", "alerts", "documentation",
 )  # fmt: skip
+
+DOCUMENTATION_FIELDS = {
+    "intended_tasks": "Annex XI 1(a), XII 1(a): the tasks the model is intended to perform",
+    "integrable_systems": "Annex XI 1(a), XII 1(a): type and nature of AI systems it can be "
+    "integrated into",
+    "acceptable_use_policy": "Annex XI 1(b), XII 1(b): the acceptable use policy (a link or text)",
+    "distribution_channels": "Annex XI 1(c), XII 1(c): how it is distributed (a list)",
+    "input_formats": "Annex XI 1(e), XII 1(g): input formats (e.g. UTF-8 text, PNG)",
+    "output_formats": "Annex XI 1(e), XII 1(g): output formats",
+    "context_length": "Annex XII 2(b), MDF 2: maximum input size in tokens (an integer)",
+    "max_output_tokens": "MDF 2: maximum output size in tokens (an integer)",
+    "external_interaction": "Annex XII 1(d): how it interacts with hardware or software that is "
+    "not part of the model",
+    "software_versions": "Annex XII 1(e): versions of relevant software (a list)",
+    "integration": "Annex XI 2(a), XII 2(a): technical means for integration (instructions, "
+    "infrastructure, tools)",
+    "inference_hardware": "MDF 4: hardware and software required to run it",
+    "design_specification": "Annex XI 2(b), MDF 2: design specifications of the model",
+    "training_methods": "Annex XI 2(b), MDF 5: training methods and techniques, key design "
+    "choices and their rationale",
+    "optimisation_objective": "Annex XI 2(b): what the training optimises and why",
+    "data_curation": "Annex XI 2(c), XII 2(c): how the data was obtained, selected and curated",
+    "unsuitable_data_checks": "Annex XI 2(c): how unsuitable data sources were detected",
+    "bias_detection": "Annex XI 2(c): how identifiable biases were detected",
+    "authenticity": "MDF 1: evidence of authenticity of the released model (e.g. a hash of the "
+    "weights)",
+    "inference_compute": "MDF 8: benchmarked inference compute and its methodology",
+    "evaluation": "Annex XI section 2 point 1: evaluation strategies, criteria, metrics, results "
+    "and limitations (systemic-risk models)",
+    "adversarial_testing": "Annex XI section 2 point 2: internal and external adversarial "
+    "testing (red teaming)",
+    "model_adaptations": "Annex XI section 2 point 2: model adaptations (alignment, fine-tuning)",
+    "system_architecture": "Annex XI section 2 point 3: how the software components build on "
+    "or feed into each other",
+}
+"""The optional ``documentation`` answers of a model file and what requires each (the
+technical documentation report's gap list names the same points)."""
+DOCUMENTATION_LISTS = ("distribution_channels", "software_versions")
+DOCUMENTATION_COUNTS = ("context_length", "max_output_tokens")
 
 MODALITIES = ("text", "code", "image", "audio", "video", "protein", "other")
 
@@ -77,6 +125,37 @@ class AlertConfig:
     thresholds: tuple[str, ...] = THRESHOLD_NAMES
     disagreement_margin: float | None = None
     """Overrides ``[compute] disagreement_margin`` for this model."""
+
+
+@dataclass(frozen=True)
+class ModelDocumentation:
+    """The human-authored answers of the technical documentation (``DOCUMENTATION_FIELDS``):
+    each None until the provider writes it, which the report shows as a gap."""
+
+    intended_tasks: str | None = None
+    integrable_systems: str | None = None
+    acceptable_use_policy: str | None = None
+    distribution_channels: tuple[str, ...] = ()
+    input_formats: str | None = None
+    output_formats: str | None = None
+    context_length: int | None = None
+    max_output_tokens: int | None = None
+    external_interaction: str | None = None
+    software_versions: tuple[str, ...] = ()
+    integration: str | None = None
+    inference_hardware: str | None = None
+    design_specification: str | None = None
+    training_methods: str | None = None
+    optimisation_objective: str | None = None
+    data_curation: str | None = None
+    unsuitable_data_checks: str | None = None
+    bias_detection: str | None = None
+    authenticity: str | None = None
+    inference_compute: str | None = None
+    evaluation: str | None = None
+    adversarial_testing: str | None = None
+    model_adaptations: str | None = None
+    system_architecture: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +186,7 @@ class ModelEntry:
     dtype: str = "bf16"
     plan: TrainingPlan | None = None
     alerts: AlertConfig = field(default_factory=AlertConfig)
+    documentation: ModelDocumentation = field(default_factory=ModelDocumentation)
 
     @property
     def compute_parameters(self) -> int:
@@ -187,6 +267,9 @@ def parse_model(raw: Any, path: Path) -> ModelEntry:
         disagreement_margin=margin,
     )
     alerts_fields.finish()
+    documentation = _documentation(
+        _Fields(top.take("documentation", dict, {}), path, "documentation")
+    )
     modalities = _Fields(top.take("modalities", dict, None, required=True), path, "modalities")
     entry = ModelEntry(
         name=top.text("name"),
@@ -211,6 +294,7 @@ def parse_model(raw: Any, path: Path) -> ModelEntry:
         dtype=training.choice("dtype", "bf16", DTYPES),
         plan=plan,
         alerts=alerts,
+        documentation=documentation,
     )
     modalities.finish()
     lineage.finish()
@@ -219,6 +303,22 @@ def parse_model(raw: Any, path: Path) -> ModelEntry:
     if entry.active_parameters is not None and entry.active_parameters > entry.parameters:
         raise top.error("active_parameters", entry.active_parameters, "must not exceed parameters")
     return entry
+
+
+def _documentation(fields: _Fields) -> ModelDocumentation:
+    """The ``documentation`` mapping: free text, lists of text and token counts, each optional;
+    an unknown answer is an error naming the field (a misspelt answer must not become a gap)."""
+    fields.reject_unknown(tuple(DOCUMENTATION_FIELDS))
+    values: dict[str, Any] = {}
+    for name in DOCUMENTATION_FIELDS:
+        if name in DOCUMENTATION_LISTS:
+            values[name] = fields.strings(name, ())
+        elif name in DOCUMENTATION_COUNTS:
+            values[name] = fields.positive_int(name)
+        else:
+            values[name] = fields.optional_text(name)
+    fields.finish()
+    return ModelDocumentation(**values)
 
 
 def check_registry(models: Iterable[ModelEntry]) -> tuple[ModelEntry, ...]:

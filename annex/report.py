@@ -40,8 +40,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     report.add_argument(
         "--model",
         metavar="NAME",
-        help="the model a per-model report describes (training_summary): its model_name in "
+        help="the model a per-model report describes (training_summary, training_compute): "
+        "its model_name in "
         "the lineage and its metadata file in [models] dir",
+    )
+    report.add_argument(
+        "--edition",
+        choices=sorted({e for d in definitions.values() for e in d.editions}),
+        help="the audience of a report with editions (model_documentation: ai_office, the "
+        "default; national_authority; downstream, without compute and energy)",
     )
     report.add_argument("--period", metavar="YYYY-MM", help="a calendar month (UTC)")
     report.add_argument("--from", dest="first", type=_day, metavar="DAY", help="first day")
@@ -73,8 +80,9 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
                 f"report {args.name!r} describes one model",
                 hint="give --model NAME (a model_name of marts.lineage_models)",
             )
-        request = ReportRequest(model=args.model)
-        scope = f"model {args.model}"
+        edition = args.edition or (definition.editions[0] if definition.editions else None)
+        request = ReportRequest(model=args.model, edition=edition)
+        scope = f"model {args.model}" + (f", {edition} edition" if edition else "")
     else:
         period = resolve_period(args.period, args.first, args.last, today=datetime.now(UTC).date())
         request = ReportRequest(period=period)
@@ -119,7 +127,12 @@ def render_demo_reports(
         models = [m.name for m in load_registry(settings.models.dir).models]
     paths = []
     for name, definition in report_definitions().items():
-        requests = [ReportRequest(model=m) for m in models] if definition.needs_model else [request]
+        editions = definition.editions or (None,)
+        requests = (
+            [ReportRequest(model=m, edition=e) for m in models for e in editions]
+            if definition.needs_model
+            else [request]
+        )
         for each in requests:
             result = generate_report(
                 wh, name, each, out / "reports", models_dir=settings.models.dir

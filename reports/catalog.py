@@ -9,9 +9,20 @@ from reports.errors import ReportError
 def report_definitions() -> dict[str, ReportDefinition]:
     from reports.attestation_coverage import ATTESTATION_COVERAGE
     from reports.fleet import FLEET
+    from reports.model_documentation import MODEL_DOCUMENTATION
+    from reports.training_compute import TRAINING_COMPUTE
     from reports.training_summary import TRAINING_SUMMARY
 
-    return {d.name: d for d in (FLEET, ATTESTATION_COVERAGE, TRAINING_SUMMARY)}
+    return {
+        d.name: d
+        for d in (
+            FLEET,
+            ATTESTATION_COVERAGE,
+            TRAINING_SUMMARY,
+            MODEL_DOCUMENTATION,
+            TRAINING_COMPUTE,
+        )
+    }
 
 
 def report_definition(name: str) -> ReportDefinition:

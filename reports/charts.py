@@ -7,8 +7,10 @@ the input, so charts are deterministic.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from html import escape
 
 WIDTH = 680
@@ -140,3 +142,116 @@ def _legend(series: Sequence[Series], y: float) -> list[str]:
         out.append(_text(x + 13, y, s.label, size=8))
         x += 24 + 6.2 * len(s.label)
     return out
+
+
+@dataclass(frozen=True)
+class Level:
+    """A horizontal reference line across a chart (a threshold), labelled at its right end."""
+
+    label: str
+    value: float
+    color: str
+
+
+@dataclass(frozen=True)
+class TimeSeries:
+    """A line over time; ``dashed`` for a projection rather than evidence."""
+
+    label: str
+    points: Sequence[tuple[datetime, float]]
+    color: str
+    dashed: bool = False
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten(exponent: int) -> str:
+    """``10²³``: how the compute report writes orders of magnitude."""
+    return "10" + str(exponent).translate(_SUPERSCRIPT)
+
+
+def log_lines(
+    series: Sequence[TimeSeries],
+    *,
+    title: str,
+    unit: str,
+    levels: Sequence[Level] = (),
+    marks: Sequence[tuple[datetime, str]] = (),
+    max_decades: int = 8,
+) -> str:
+    """Lines over time on a logarithmic axis (one gridline per power of ten), with horizontal
+    levels (thresholds) and dotted vertical marks (e.g. a crossing date). Zero or negative
+    values sit on the axis floor; the axis spans at most ``max_decades`` powers of ten below
+    its top, so small early values do not squash the thresholds. No points: the plot says
+    so instead of drawing an empty axis."""
+    height, left, top, bottom, right = 270.0, 62.0, 30.0, 52.0, 150.0
+    plot_w, plot_h = WIDTH - left - right, height - top - bottom
+    body = [_text(left, 16, title, size=11, font_weight="bold")]
+    times = [t for s in series for t, _ in s.points] + [t for t, _ in marks]
+    values = [v for s in series for _, v in s.points if v > 0] + [lv.value for lv in levels]
+    if not any(s.points for s in series) or not values:
+        body.append(_text(left + plot_w / 2, top + plot_h / 2, "no evidence", anchor="middle",
+                          fill="#c0504d"))  # fmt: skip
+        return _svg(height, body, title)
+    hi_exp = math.ceil(math.log10(max(values)))
+    lo_exp = math.floor(math.log10(min(values)))
+    if levels:  # a decade of room under the lowest level, so it never sits on the axis
+        lo_exp = min(lo_exp, math.floor(math.log10(min(lv.value for lv in levels))) - 1)
+    lo_exp = max(lo_exp, hi_exp - max_decades)
+    if lo_exp == hi_exp:
+        lo_exp -= 1
+    t0, t1 = min(times), max(times)
+    span = max((t1 - t0).total_seconds(), 1.0)
+
+    def x(moment: datetime) -> float:
+        return left + plot_w * (moment - t0).total_seconds() / span
+
+    def y(value: float) -> float:
+        exponent = math.log10(value) if value > 0 else lo_exp
+        share = (min(max(exponent, lo_exp), hi_exp) - lo_exp) / (hi_exp - lo_exp)
+        return top + plot_h * (1 - share)
+
+    for exponent in range(lo_exp, hi_exp + 1):
+        gy = y(10.0**exponent)
+        body.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{gy:.1f}" y2="{gy:.1f}" '
+            'stroke="#dddddd" stroke-width="0.5"/>'
+        )
+        body.append(_text(left - 4, gy + 3, power_of_ten(exponent), size=8, anchor="end"))
+    body.append(
+        _text(8, top + plot_h / 2, unit, size=8, transform=f"rotate(-90 14 {top + plot_h / 2:.1f})")
+    )
+    fmt = "%Y-%m-%d" if span > 3 * 86_400 else "%m-%d %H:%M"
+    for tick in range(5):
+        moment = t0 + (t1 - t0) * tick / 4
+        tx = x(moment)
+        body.append(
+            f'<line x1="{tx:.1f}" x2="{tx:.1f}" y1="{top + plot_h:.1f}" '
+            f'y2="{top + plot_h + 3:.1f}" stroke="#777777" stroke-width="0.5"/>'
+        )
+        body.append(_text(tx, top + plot_h + 13, moment.strftime(fmt), size=7, anchor="middle"))
+    for level in levels:
+        ly = y(level.value)
+        body.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{ly:.1f}" y2="{ly:.1f}" '
+            f'stroke="{level.color}" stroke-width="1" stroke-dasharray="5 3"/>'
+        )
+        body.append(_text(left + plot_w + 4, ly + 3, level.label, size=7, fill=level.color))
+    for moment, label in marks:
+        mx = x(moment)
+        body.append(
+            f'<line x1="{mx:.1f}" x2="{mx:.1f}" y1="{top:.1f}" y2="{top + plot_h:.1f}" '
+            'stroke="#555555" stroke-width="0.6" stroke-dasharray="1 2"/>'
+        )
+        body.append(_text(mx + 2, top + 8, label, size=7, fill="#555555"))
+    for s in series:
+        if not s.points:
+            continue
+        path = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in s.points)
+        dash = ' stroke-dasharray="4 3"' if s.dashed else ""
+        body.append(
+            f'<polyline points="{path}" fill="none" stroke="{s.color}" stroke-width="1.6"{dash}/>'
+        )
+    body.extend(_legend([Series(s.label, (), s.color) for s in series], height - 12))
+    return _svg(height, body, title)

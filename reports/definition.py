@@ -33,6 +33,9 @@ class EvidenceQuery:
     name: str
     description: str
     sql: str
+    editions: tuple[str, ...] = ()
+    """The editions of an edition report that read and attach it; empty: every edition (a
+    downstream edition must not carry compute or energy, so those queries name the others)."""
 
     def parameter_names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(_PARAMETER.findall(self.sql)))
@@ -53,6 +56,8 @@ class ReportRequest:
 
     period: Period | None = None
     model: str | None = None
+    edition: str | None = None
+    """For a report with editions (``ReportDefinition.editions``): which audience it is for."""
 
     def parameters(self) -> dict[str, str]:
         """The parameters as the manifest records them."""
@@ -65,6 +70,8 @@ class ReportRequest:
             }
         if self.model is not None:
             out["model"] = self.model
+        if self.edition is not None:
+            out["edition"] = self.edition
         return out
 
 
@@ -128,6 +135,17 @@ class ReportDefinition:
     model registry) is read with the evidence."""
     collection_sources: tuple[str, ...] = field(default=())
     """Sources whose collections the report rests on (listed in the manifest)."""
+    editions: tuple[str, ...] = field(default=())
+    """Audiences one fact base is rendered for (``--edition``), the default first; empty: one
+    edition. Each edition reads only the queries meant for it (``EvidenceQuery.editions``)."""
+
+    metadata_file_editions: tuple[str, ...] = field(default=())
+    """Editions that attach the model's metadata file (empty: every edition). The file also
+    holds compute, plan and alert settings, which a downstream edition must not carry."""
+
+    def queries_for(self, edition: str | None) -> tuple[EvidenceQuery, ...]:
+        """The queries an edition reads (all of them for a report without editions)."""
+        return tuple(q for q in self.queries if not q.editions or edition in q.editions)
 
 
 def period_parameters(period: Period, today: date) -> dict[str, Any]:

@@ -82,6 +82,13 @@ def read_evidence(
             f"report {definition.name!r} describes one model",
             hint="give --model NAME (a model_name of marts.lineage_models)",
         )
+    if definition.editions and request.edition not in definition.editions:
+        raise ReportError(
+            f"report {definition.name!r} has no edition {request.edition!r}",
+            hint="give --edition " + " or ".join(definition.editions),
+        )
+    if not definition.editions and request.edition is not None:
+        raise ReportError(f"report {definition.name!r} has one edition", hint="leave out --edition")
     sources = list(definition.collection_sources)
     parameters: dict[str, Any] = {"sources": sources}
     if request.period is not None:
@@ -95,7 +102,7 @@ def read_evidence(
         cutoff = data_cutoff(con, sources, parameters["end_ts"])
         results = {
             query.name: run_query(con, query, parameters)
-            for query in (COLLECTIONS, *definition.queries)
+            for query in (COLLECTIONS, *definition.queries_for(request.edition))
         }
     model = None
     if definition.needs_model and models_dir is not None:
@@ -145,16 +152,23 @@ def generate_report(
     ]
     if evidence.model is not None:
         metadata = evidence.model.path.read_bytes()
+        attached = (
+            not definition.metadata_file_editions
+            or request.edition in definition.metadata_file_editions
+        )
         manifest["model_metadata"] = {
-            "file": MODEL_METADATA_NAME,
+            "file": MODEL_METADATA_NAME if attached else None,
             "source": str(evidence.model.path),
             "sha256": hashlib.sha256(metadata).hexdigest(),
         }
-        attachments.append(
-            EmbeddedFile(
-                MODEL_METADATA_NAME, metadata, "The model's metadata file (human-authored fields)."
+        if attached:
+            attachments.append(
+                EmbeddedFile(
+                    MODEL_METADATA_NAME,
+                    metadata,
+                    "The model's metadata file (human-authored fields).",
+                )
             )
-        )
     attachments.append(
         EmbeddedFile(MANIFEST_NAME, manifest_bytes(manifest), "What this report read and how.")
     )
@@ -187,6 +201,8 @@ def _report_context(
         facts.append(("Period", period.describe()))
     if request.model is not None:
         facts.append(("Model", request.model))
+    if request.edition is not None:
+        facts.append(("Edition", request.edition))
         facts.append(
             (
                 "Model metadata",
@@ -244,4 +260,5 @@ def _document_date(evidence: Evidence) -> datetime:
 def _slug(request: ReportRequest) -> str:
     if request.period is not None:
         return request.period.label.replace("..", "_to_")
-    return (request.model or "report").replace("/", "_")
+    slug = (request.model or "report").replace("/", "_")
+    return f"{slug}-{request.edition}" if request.edition else slug

@@ -52,6 +52,8 @@ def test_monthly_schedule_requests_the_month_just_ended() -> None:
         "fleet_report",
         "attestation_report",
         "training_summary_report",
+        "model_documentation_report",
+        "training_compute_report",
     }
     assert reports_job.name in {j.name for j in report_defs.jobs}
     when = datetime(2026, 11, 1, 6, 0, tzinfo=UTC)

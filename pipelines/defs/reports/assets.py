@@ -27,6 +27,8 @@ UPSTREAM = {
     "fleet": [dg.AssetKey("published_warehouse")],
     "attestation": [dg.AssetKey("attestation_coverage")],
     "training_summary": [dg.AssetKey("lineage_models")],
+    "model_documentation": [dg.AssetKey("lineage_models"), dg.AssetKey("training_compute")],
+    "training_compute": [dg.AssetKey("training_compute")],
 }
 """What each report is drawn from, for the asset graph's lineage."""
 
@@ -64,17 +66,19 @@ def render_month(
     (the training-content summary) is rendered for every model of the registry into
     ``reports/YYYY-MM/``: that month's snapshot, kept as the summary's update history."""
     settings = annex.load()
-    if report_definition(name).needs_model:
+    definition = report_definition(name)
+    if definition.needs_model:
         out = report_output_dir(settings) / month_key[:7]
         return [
             generate_report(
                 warehouse.get(),
                 name,
-                ReportRequest(model=model.name),
+                ReportRequest(model=model.name, edition=edition),
                 out,
                 models_dir=settings.models.dir,
             )
             for model in load_registry(settings.models.dir).models
+            for edition in definition.editions or [None]
         ]
     period = month_period(month_key[:7])
     return [
