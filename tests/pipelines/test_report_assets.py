@@ -66,3 +66,32 @@ def test_monthly_schedule_requests_the_month_just_ended() -> None:
         context = dg.build_schedule_context(instance=instance, scheduled_execution_time=when)
         requests = schedule.evaluate_tick(context).run_requests
     assert [r.partition_key for r in requests] == ["2026-10-01"]
+
+
+def test_the_last_months_report_is_rendered_again_when_its_evidence_is_updated() -> None:
+    fleet = next(a for a in REPORT_ASSETS if a.key == dg.AssetKey("fleet_report"))
+    upstream = dg.AssetSpec("published_warehouse")
+    now = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+    with dg.instance_for_test() as instance:
+        defs = dg.Definitions(assets=[fleet, upstream], resources=build_resources(None))
+        # October's report exists (November is not over); nothing new since: nothing to do
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization("fleet_report", partition="2026-10-01")
+        )
+        first = dg.evaluate_automation_conditions(defs, instance, evaluation_time=now)
+        assert first.total_requested == 0
+        # a collection publishes the warehouse (late October evidence may be in it): October's
+        # report, and only it, is rendered again; older months stay as they were signed
+        instance.report_runless_asset_event(dg.AssetMaterialization("published_warehouse"))
+        second = dg.evaluate_automation_conditions(
+            defs, instance, evaluation_time=now, cursor=first.cursor
+        )
+        assert second.total_requested == 1
+        requested = second.get_requested_partitions(dg.AssetKey("fleet_report"))
+    assert requested == {"2026-10-01"}
+    with dg.instance_for_test():
+        resolved = dg.Definitions.merge(
+            report_defs, dg.Definitions(resources=build_resources(None))
+        )
+        sensor = resolved.resolve_sensor_def("reports_on_new_evidence")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING

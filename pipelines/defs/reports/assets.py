@@ -32,6 +32,12 @@ UPSTREAM = {
 }
 """What each report is drawn from, for the asset graph's lineage."""
 
+RERENDER = dg.AutomationCondition.eager()
+"""The latest month's report (the month just ended: a month is a partition once it is over) is
+rendered again when what it is drawn from is updated, so late evidence for that month reaches
+its PDF; older months stay as they were rendered (each manifest's evidence digest tells the
+versions apart). Evaluated by the ``reports_on_new_evidence`` sensor, at most hourly."""
+
 
 def report_output_dir(settings: Settings) -> Path:
     """``reports/`` beside the warehouse file."""
@@ -97,6 +103,7 @@ def report_asset(name: str, description: str) -> dg.AssetsDefinition:
         kinds={"pdf"},
         partitions_def=REPORT_PARTITIONS,
         deps=UPSTREAM.get(name, []),
+        automation_condition=RERENDER,
         description=description,
     )
     def _report(
