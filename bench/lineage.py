@@ -13,7 +13,9 @@ times are new, its facets the same). They are written as JSON lines, then loaded
   annex    POSTs of ``--batch`` events per request (gzip, bearer token, two connections, from
            another process, bodies compressed beforehand) to annex's ``IntakeServer`` with the
            routes of ``annex serve`` on loopback: every event decoded, validated against the
-           OpenLineage 2-0-2 and annex facet schemas, hashed (RFC 8785) and spooled (fsync);
+           OpenLineage 2-0-2 and annex facet schemas (jsonschema_rs, the Python validator
+           only to explain a rejection), hashed (RFC 8785) and spooled as one Arrow IPC file
+           per request (zstd, fsync);
            then ``collect_lineage_evidence`` into a fresh warehouse: the spool read, events
            loaded once per event_id, normalised into jobs, runs, datasets, versions, inputs/
            outputs and facets, the model closures refreshed, the analysts' copy published.
@@ -248,7 +250,7 @@ def run_annex(
     refresh_seconds = time.perf_counter() - refresh_started
     total = time.perf_counter() - started
     closure = _closure_times(wh)
-    spool = sum(p.stat().st_size for p in (folder / "lineage").rglob("*.jsonl"))
+    spool = sum(p.stat().st_size for p in (folder / "lineage").rglob("*.arrow"))
     return {
         "http": http_seconds,
         "load": load_seconds,
@@ -368,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         f"| DuckDB read_json into a table (anchor) | {anchor_seconds:.1f} | "
         f"{count / anchor_seconds:,.0f} | 1.00 |",
         f"| annex HTTP intake ({args.workers} validating processes): gunzip, validate, hash, "
-        f"spool (fsync) | {annex['http']:.1f} | "
+        f"spool (Arrow IPC, fsync; {annex['spool_bytes'] / 2**20:,.0f} MiB) | "
+        f"{annex['http']:.1f} | "
         f"{count / float(annex['http']):,.0f} | {float(annex['http']) / anchor_seconds:.2f} |",
         f"| annex collection: spool → core.lineage_* (one transaction) | {annex['load']:.1f} | "
         f"{count / float(annex['load']):,.0f} | {float(annex['load']) / anchor_seconds:.2f} |",

@@ -3,11 +3,14 @@
 ``collect_lineage`` yields ``("lineage_events", batch)`` and ``("rejected", batch)``
 (``collectors.lineage.schema``), at most ``BATCH_ROWS`` rows each, from three places:
 
-* ``<spool_dir>/incoming/*.jsonl``: written by the intake (``intake.py``), one file per
-  request, every line already validated and shaped as a row (``intake.SPOOL_SCHEMA``). They
-  are read with Arrow's JSON reader, column-wise, and are not validated again. A file that
-  Arrow cannot read whole (edited by hand, a disk fault) is read line by line: a line that is
-  no spool line becomes a ``malformed_spool_line`` rejection, the rest still load.
+* ``<spool_dir>/incoming/*.arrow``: written by the intake (``intake.py``), one Arrow IPC file
+  per request, every row already validated and shaped (``intake.SPOOL_TABLE``). They are read
+  straight into Arrow, column-wise, and are not validated again; a file Arrow cannot read
+  (a disk fault) is rejected whole as ``malformed_spool_file`` and archived. Spool files of
+  earlier annex versions (``*.jsonl``, ``intake.LEGACY_SPOOL_SCHEMA``) are read with Arrow's
+  JSON reader; one it cannot read whole (edited by hand, a disk fault) is read line by line:
+  a line that is no spool line becomes a ``malformed_spool_line`` rejection, the rest still
+  load.
 * every ``lineage.watch_dirs`` folder, recursively: ``*.jsonl`` (or ``*.jsonl.gz``) files of
   bare OpenLineage events, one event (or one JSON array of events) per line, written by
   producers without HTTP. A file modified in the last ``SETTLE_SECONDS`` waits for the next
@@ -54,13 +57,15 @@ from collectors.lineage.graph import graph_parts
 from collectors.lineage.intake import (
     ARCHIVE,
     INCOMING,
-    SPOOL_SCHEMA,
+    LEGACY_SPOOL_SCHEMA,
     SPOOL_SUFFIX,
-    event_line,
+    SPOOL_SUFFIXES,
+    SPOOL_TABLE,
+    event_row,
     raw_bytes,
-    spool_time,
+    utc_naive,
 )
-from collectors.lineage.schema import DATASETS, FACETS, LINEAGE_EVENTS, REJECTED, TIMESTAMP
+from collectors.lineage.schema import DATASETS, FACETS, LINEAGE_EVENTS, REJECTED
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +75,7 @@ SETTLE_SECONDS = 5.0
 """A watched file modified more recently than this is read by the next collection."""
 FILE_SUFFIXES = (".jsonl", ".jsonl.gz")
 _EVENT_COLUMNS = [name for name in LINEAGE_EVENTS.names if name != "source_locator"]
-_PARSE = pj.ParseOptions(explicit_schema=SPOOL_SCHEMA, unexpected_field_behavior="ignore")
+_PARSE = pj.ParseOptions(explicit_schema=LEGACY_SPOOL_SCHEMA, unexpected_field_behavior="ignore")
 
 
 @dataclass
@@ -98,7 +103,10 @@ class CollectStats:
 def waiting_files(settings: LineageSettings) -> Iterator[tuple[Path, str]]:
     """``(path, 'intake' | 'file')`` of every candidate file, without opening any."""
     return spool.waiting_files(
-        settings.spool_dir / INCOMING, SPOOL_SUFFIX, settings.watch_dirs, FILE_SUFFIXES
+        settings.spool_dir / INCOMING,
+        SPOOL_SUFFIXES,  # type: ignore[arg-type]  # str.endswith takes a tuple
+        settings.watch_dirs,
+        FILE_SUFFIXES,
     )
 
 
@@ -212,7 +220,7 @@ class _Output:
             self.rows += kept
 
     def add_event(self, line: dict[str, Any], locator: str) -> None:
-        """One validated event of a file (``intake.event_line`` shape)."""
+        """One validated event of a file (``intake.event_row`` shape)."""
         if line["event_id"] in self.seen:
             self.stats.repeated += 1
             return
@@ -229,14 +237,7 @@ class _Output:
         columns = self.columns
         if not columns["event_id"]:
             return
-        arrays = []
-        for name in LINEAGE_EVENTS.names:
-            kind = LINEAGE_EVENTS.field(name).type
-            values = columns[name]
-            if kind == TIMESTAMP:  # spool_time text
-                arrays.append(pa.array(values, pa.string()).cast(kind))
-            else:
-                arrays.append(pa.array(values, kind))
+        arrays = [pa.array(columns[f.name], f.type) for f in LINEAGE_EVENTS]
         table = pa.Table.from_arrays(arrays, schema=LINEAGE_EVENTS)
         self.tables.append(table)
         self.rows += table.num_rows
@@ -262,7 +263,8 @@ class _Output:
             table = pa.concat_tables(self.tables)
             whole = (table.num_rows // BATCH_ROWS) * BATCH_ROWS
             ready, rest = (table, None) if final else (table.slice(0, whole), table.slice(whole))
-            for batch in ready.combine_chunks().to_batches(max_chunksize=BATCH_ROWS):
+            # one batch per spool file (no copy of the payloads); the stager groups them
+            for batch in ready.to_batches(max_chunksize=BATCH_ROWS):
                 if batch.num_rows:
                     yield "lineage_events", batch
             self.tables = [rest] if rest is not None and rest.num_rows else []
@@ -319,11 +321,32 @@ def _read_spool_file(path: Path, archive: Path, out: _Output) -> bool | None:
         out.add_rejected(str(path), "unreadable", str(exc), None)
         return not keep
     prefix = f"{archive}#"
+    if path.name.endswith(SPOOL_SUFFIX):
+        return _read_arrow_spool(data, archive, prefix, out)
     try:
         table = _spool_table(data)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         out.stats.lines_read += data.count(b"\n")
         _read_spool_lines(data, prefix, out)
+        return True
+    out.stats.lines_read += table.num_rows
+    _add_spool_table(table, pa.array(range(1, table.num_rows + 1), pa.int64()), prefix, out)
+    return True
+
+
+def _read_arrow_spool(data: bytes, archive: Path, prefix: str, out: _Output) -> bool:
+    """Add the rows of one intake Arrow file; a file Arrow cannot read is rejected whole."""
+    try:
+        table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+        table = table.select(SPOOL_TABLE.names).cast(SPOOL_TABLE)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError) as exc:
+        out.add_rejected(
+            str(archive),
+            "malformed_spool_file",
+            f"an intake spool file cannot be read ({str(exc)[:200]}); its events are lost "
+            "unless their producer sends them again: the file is kept in the archive",
+            data[:RAW_KEEP],
+        )
         return True
     out.stats.lines_read += table.num_rows
     _add_spool_table(table, pa.array(range(1, table.num_rows + 1), pa.int64()), prefix, out)
@@ -337,9 +360,10 @@ def _spool_table(data: bytes) -> pa.Table:
 
 def _add_spool_table(table: pa.Table, lines: pa.Array, prefix: str, out: _Output) -> None:
     is_event = pc.fill_null(pc.equal(table.column("kind"), "event"), False)
-    events = table.filter(is_event)
+    every = pc.all(is_event).as_py() is not False
+    events = table if every else table.filter(is_event)  # most files: events only, no copy
     if events.num_rows:
-        event_lines = lines.filter(is_event)
+        event_lines = lines if every else lines.filter(is_event)
         locator = pc.binary_join_element_wise(prefix, pc.cast(event_lines, pa.string()), "")
         events = _with_graph_parts(events)
         arrays = [events.column(name) for name in _EVENT_COLUMNS] + [locator]
@@ -353,7 +377,7 @@ def _add_spool_table(table: pa.Table, lines: pa.Array, prefix: str, out: _Output
 
 
 def _with_graph_parts(events: pa.Table) -> pa.Table:
-    """Spool lines written before the intake took out the graph parts (``datasets`` and
+    """JSON-lines spool lines written before the intake took out the graph parts (``datasets`` and
     ``facets`` null) get them here, from their payload."""
     missing = events.column("datasets").null_count + events.column("facets").null_count
     if not missing:
@@ -487,7 +511,7 @@ def _lines(stream: IO[bytes], limit: int) -> Iterator[tuple[int, bytes, bool]]:
 def _read_event_lines(
     config: LineageSettings, stream: IO[bytes], prefix: str, out: _Output, now: datetime
 ) -> None:
-    received = spool_time(now)
+    received = utc_naive(now)
     stats = out.stats
     for number, line, too_long in _lines(stream, config.max_body_bytes):
         stats.lines_read += 1
@@ -511,7 +535,10 @@ def _read_event_lines(
         )
         for accepted in parsed.accepted:
             where = f"{locator}[{accepted.index}]" if parsed.batch else locator
-            out.add_event(event_line(accepted, received), where)
+            if not accepted.duplicate:
+                out.add_event(event_row(accepted, received), where)
+            else:
+                out.stats.repeated += 1
         for rejected in parsed.rejected:
             where = locator
             if parsed.batch and rejected.index is not None:

@@ -24,10 +24,11 @@ five violations):
 * ``too_many_datasets``: more than ``max_datasets`` inputs + outputs;
 * ``facet_too_large``: a facet whose compact JSON is over ``max_facet_bytes`` is dropped from
   the event, which is kept; a ``Finding`` records it (reference §4);
-* schema violations (collectors.lineage.validate), mapped to ``unknown_event_type``
+* schema violations (collectors.lineage.validate: ``screen_event``'s fast verdict, then
+  ``check_event`` to name the reason of an invalid event), mapped to ``unknown_event_type``
   (``eventType`` not in the enum), ``bad_run_id`` (``run.runId`` missing, not a string or not
   a UUID), ``missing_timezone`` (``eventTime`` a date-time without offset) or
-  ``schema_violation`` (all other);
+  ``schema_violation`` (all other, and an event only the fast validator refuses);
 * ``bad_run_id`` also for a ``runId`` the schema's ``format: uuid`` lets through in a
   non-canonical spelling (``{...}``, ``urn:uuid:``, ``+``, ``_``): annex stores runIds as UUID;
 * ``future_event_time``: ``eventTime`` more than ``future_tolerance`` (24 h) after ``now``.
@@ -46,14 +47,21 @@ import hashlib
 import re
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from json.encoder import encode_basestring
 from typing import Any, Literal
 
 import orjson
 
-from collectors.lineage.validate import Violation, check_event, format_path
+from collectors.lineage.validate import (
+    DISAGREEMENT,
+    Violation,
+    check_event,
+    fast_violation,
+    format_path,
+    screen_event,
+)
 
 __all__ = [
     "MAX_BYTES",
@@ -114,6 +122,7 @@ class Accepted:
     event: dict[str, Any]  # the event, less any facet dropped as too large
     findings: tuple[Finding, ...] = ()
     duplicate: bool = False  # same event_id as an earlier event of this batch
+    text: bytes | None = None  # ``event`` as orjson wrote it (None: write it again)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +260,42 @@ def _canon(value: Any, out: list[str]) -> None:
 # [1e-4, 1e16) the two switch to exponents at different points.
 _ASTRAL = re.compile(rb"[\xf0-\xf4]")  # the lead byte of a 4-byte UTF-8 sequence
 _ORJSON_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+_INTEGRAL_ENDS = ((b".0,", b","), (b".0}", b"}"), (b".0]", b"]"))
+_NUMBER_CHARS = frozenset(b"0123456789.-")
+_BEFORE_NUMBER = frozenset(b":,[")
+
+
+def _integral_floats_as_integers(out: bytes, value: Any) -> bytes | None:
+    """orjson's compact output with every integral float (``1.0``, in compact JSON always
+    followed by ``,``, ``}`` or ``]``) spelled as ECMAScript spells it (``1``); None when that
+    cannot be done by replacing text: ``-0.0``, or a string holds such text (decoding the
+    result then no longer gives ``value``: ``1 == 1.0`` in Python, a changed string is not)."""
+    if b".0" not in out:
+        return out
+    if b"-0.0" in out:
+        return None
+    fixed = out
+    for end, spelled in _INTEGRAL_ENDS:
+        fixed = fixed.replace(end, spelled)
+    if fixed is out or fixed == out:
+        return out
+    return fixed if orjson.loads(fixed) == value else None
+
+
+def _has_exponent(out: bytes) -> bool:
+    """Whether a number token of compact JSON may have an exponent (``1e+16``, ``2.5e-7``):
+    ECMAScript switches to exponents at other magnitudes than orjson. Text in strings that
+    looks like one (``9a2e-5d1f`` of a UUID does not) only costs the slower path."""
+    for marker in (b"e+", b"e-"):  # orjson writes a lower-case e
+        at = out.find(marker)
+        while at > 0:
+            start = at
+            while start > 0 and out[start - 1] in _NUMBER_CHARS:
+                start -= 1
+            if start < at and start > 0 and out[start - 1] in _BEFORE_NUMBER:
+                return True
+            at = out.find(marker, at + 2)
+    return False
 
 
 class _NotOrjsonCanonical(Exception):
@@ -260,12 +305,24 @@ class _NotOrjsonCanonical(Exception):
 def canonical_json(value: Any) -> bytes:
     """RFC 8785 canonical JSON (UTF-8) of a decoded JSON value; limits in the module doc.
 
-    orjson writes it (an order of magnitude faster than walking the value in Python), with
-    integral floats swapped for ints while it writes (and put back after). Values it would
+    orjson writes it (an order of magnitude faster than walking the value in Python), and its
+    integral floats are respelled in the text (``_integral_floats_as_integers``); where that
+    is not certain, or a number has an exponent, it writes it again with integral floats
+    swapped for ints in the value (and put back after). Values it would
     spell differently (integers beyond 2**53, floats outside [1e-4, 1e16) where the spellings
     differ) and keys outside the Basic Multilingual Plane (sorted by UTF-16 code units, not
     code points) take the reference walk, ``canonical_json_reference``.
     """
+    if type(value) is not float:
+        try:
+            out = orjson.dumps(value, option=_ORJSON_CANONICAL)
+        except (orjson.JSONEncodeError, TypeError):
+            return canonical_json_reference(value)
+        if not out.isascii() and _ASTRAL.search(out):
+            return canonical_json_reference(value)
+        fixed = _integral_floats_as_integers(out, value)
+        if fixed is not None and not _has_exponent(fixed):
+            return fixed
     swapped: list[tuple[Any, Any, float]] = []
     try:
         _swap_integral_floats(value, swapped)
@@ -423,6 +480,8 @@ _CANONICAL_UUID = re.compile(
 
 
 def _reason_of(v: Violation, event: Any) -> Reason:
+    if v.keyword == DISAGREEMENT:
+        return "schema_violation"
     p = v.path
     if p == ("eventType",) and v.keyword == "enum":
         return "unknown_event_type"
@@ -511,8 +570,12 @@ def _check_one(
             return reject(
                 "too_many_datasets", f"{n} inputs+outputs, more than {max_datasets}", "inputs"
             )
-        event, findings = _drop_large_facets(event, index, max_facet_bytes)
-    kind, violations = check_event(event)
+        if len(raw) > max_facet_bytes:  # else no facet can be over the limit
+            event, findings = _drop_large_facets(event, index, max_facet_bytes)
+    kind = screen_event(event)  # the fast verdict; the Python validator names the reason
+    violations = [] if kind is not None else check_event(event)[1]
+    if kind is None and not violations:  # the validators disagree: never accept
+        violations = [fast_violation(event)]
     if violations:
         reasons = [_reason_of(v, event) for v in violations]
         reason: Reason = next((r for r in _PRIORITY if r in reasons), "schema_violation")
@@ -533,7 +596,7 @@ def _check_one(
             f"eventTime: {event['eventTime']} is more than 24 h after {now.isoformat()}",
             "eventTime",
         )
-    return Accepted(index, eid, kind, when, event, tuple(findings))
+    return Accepted(index, eid, kind, when, event, tuple(findings), text=None if findings else raw)
 
 
 def parse_events(
@@ -579,15 +642,7 @@ def parse_events(
             rejected.append(result)
             continue
         if result.event_id in seen:
-            result = Accepted(
-                result.index,
-                result.event_id,
-                result.kind,
-                result.event_time,
-                result.event,
-                result.findings,
-                duplicate=True,
-            )
+            result = replace(result, duplicate=True)
         seen.add(result.event_id)
         accepted.append(result)
     findings = tuple(f for a in accepted for f in a.findings)

@@ -65,12 +65,19 @@ class _Facets:
     def add(self, place: str, item: int | None, found: Any) -> None:
         if not isinstance(found, dict):
             return
+        payload = self.payload
+        follows = -1  # where the next entry of this map starts in the payload, once known
         for name, facet in found.items():
             text = orjson.dumps(facet).decode("utf-8")
             # the key before it makes the place unique enough; an equal facet elsewhere has
             # the same text, so whichever is found is the right one
             key = orjson.dumps(name).decode("utf-8") + ":"
-            at = self.payload.find(key + text)
+            entry = key + text
+            if follows >= 0 and payload.startswith(entry, follows):
+                at = follows  # the entries of one map are written one after the other
+            else:
+                at = payload.find(entry)
+            follows = at + len(entry) + 1 if at >= 0 else -1  # past the comma
             self.rows.append(
                 {
                     "place": place,

@@ -20,21 +20,23 @@ spool not writable                503 + Retry-After       503 + Retry-After
 ================================  ======================  ===================================
 
 Nothing that arrives is lost: the accepted events and the rejections of one request (the whole
-body's refusal included, with its first 64 KiB) are written as ONE JSON-lines file to
-``<spool_dir>/incoming/`` before the answer, atomically (hidden temporary file, fsync, rename,
-fsync of the folder), named ``<received_at compact>-<sha256(body)[:16]>.jsonl`` so a listing
-sorts by arrival. A second copy of an event within one request is not written again (same
-``event_id``: same content); across requests the warehouse keeps one row per ``event_id``.
+body's refusal included, with its first 64 KiB) are written as ONE Arrow IPC file
+(``SPOOL_TABLE``, zstd-compressed) to ``<spool_dir>/incoming/`` before the answer, atomically
+(hidden temporary file, fsync, rename, fsync of the folder), named
+``<received_at compact>-<sha256(body)[:16]>.arrow`` so a listing sorts by arrival. A second
+copy of an event within one request is not written again (same ``event_id``: same content);
+across requests the warehouse keeps one row per ``event_id``.
 
-Each line is already shaped as a row of ``collectors.lineage.schema`` (``SPOOL_SCHEMA``): an
-event line carries the columns of ``LINEAGE_EVENTS`` (the event as JSON text in ``payload``)
-and a rejection line those of ``REJECTED`` (``raw`` as text, or ``raw_b64`` when the bytes are
-not UTF-8), so the collection reads the spool with Arrow's JSON reader and never validates an
-event twice.
+Each row is already shaped as a row of ``collectors.lineage.schema``: an event row carries the
+columns of ``LINEAGE_EVENTS`` (the event as JSON text in ``payload``, exactly as ``orjson``
+wrote it: the facets' offsets point into it) and a rejection row those of ``REJECTED``, so the
+collection reads the spool straight into Arrow, never parses a payload and never validates an
+event twice. Spool files of earlier annex versions (JSON lines, ``LEGACY_SPOOL_SCHEMA``) are
+still read.
 
-Validation is pure Python and holds the GIL, so ``LineageIntake`` runs it
-(``process_request``: decode, validate, hash, build the lines) in ``lineage.intake_workers``
-processes; the request's thread only writes the spool file. A body reaches a worker only after
+Decoding and hashing hold the GIL, so ``LineageIntake`` runs them (``process_request``:
+decode, validate, hash, build the spool file) in ``lineage.intake_workers`` processes; the
+request's thread only writes the spool file. A body reaches a worker only after
 ``IntakeServer`` has checked the token and the wire size.
 
 This module knows nothing of HTTP servers: the methods take bytes and return an
@@ -72,39 +74,59 @@ LINEAGE_PATH = "/api/v1/lineage"
 BATCH_PATH = "/api/v1/lineage/batch"
 INCOMING = "incoming"
 ARCHIVE = "archive"
-SPOOL_SUFFIX = ".jsonl"
+SPOOL_SUFFIX = ".arrow"
+LEGACY_SPOOL_SUFFIX = ".jsonl"
+SPOOL_SUFFIXES = (SPOOL_SUFFIX, LEGACY_SPOOL_SUFFIX)
+"""What the collection reads from ``incoming``: today's Arrow files and earlier JSON lines."""
+SPOOL_COMPRESSION = "zstd"
 BODY_STATUS = {"invalid_json": 400, "too_large": 413}
 """HTTP status of a refused body (``Rejected.index`` None), by reason; an event's is 422."""
 
-SPOOL_SCHEMA = pa.schema(
+_EVENT_FIELDS = [
+    # kind 'event': the LINEAGE_EVENTS columns (source_locator is the collection's)
+    ("event_id", pa.string()),
+    ("event_time", TIMESTAMP),
+    ("event_time_offset_minutes", pa.int16()),
+    ("event_kind", pa.string()),
+    ("event_type", pa.string()),
+    ("run_id", pa.string()),
+    ("job_namespace", pa.string()),
+    ("job_name", pa.string()),
+    ("producer", pa.string()),
+    ("schema_url", pa.string()),
+    ("payload", pa.string()),
+    ("findings", pa.list_(pa.string())),
+    ("datasets", DATASETS),
+    ("facets", FACETS),
+]
+_REJECTION_FIELDS = [
+    # kind 'rejected': the REJECTED columns (locator is the collection's)
+    ("reason_code", pa.string()),
+    ("message", pa.string()),
+    ("path", pa.string()),
+]
+_REQUEST_FIELDS = [
+    ("kind", pa.string()),  # 'event' | 'rejected'
+    ("index", pa.int32()),  # position in the request (-1: the whole body)
+    ("received_at", TIMESTAMP),
+]
+
+SPOOL_TABLE = pa.schema(
+    [*_REQUEST_FIELDS, *_EVENT_FIELDS, *_REJECTION_FIELDS, ("raw", pa.binary())]
+)
+"""The columns of a spool file: one row per accepted event or rejection, in request order."""
+
+LEGACY_SPOOL_SCHEMA = pa.schema(
     [
-        ("kind", pa.string()),  # 'event' | 'rejected'
-        ("index", pa.int32()),  # position in the request (-1: the whole body)
-        ("received_at", TIMESTAMP),
-        # kind 'event': the LINEAGE_EVENTS columns (source_locator is the collection's)
-        ("event_id", pa.string()),
-        ("event_time", TIMESTAMP),
-        ("event_time_offset_minutes", pa.int16()),
-        ("event_kind", pa.string()),
-        ("event_type", pa.string()),
-        ("run_id", pa.string()),
-        ("job_namespace", pa.string()),
-        ("job_name", pa.string()),
-        ("producer", pa.string()),
-        ("schema_url", pa.string()),
-        ("payload", pa.string()),
-        ("findings", pa.list_(pa.string())),
-        ("datasets", DATASETS),
-        ("facets", FACETS),
-        # kind 'rejected': the REJECTED columns (locator is the collection's)
-        ("reason_code", pa.string()),
-        ("message", pa.string()),
-        ("path", pa.string()),
+        *_REQUEST_FIELDS,
+        *_EVENT_FIELDS,
+        *_REJECTION_FIELDS,
         ("raw", pa.string()),
         ("raw_b64", pa.string()),
     ]
 )
-"""The fields of a spool line, as Arrow's JSON reader reads them (missing fields: null)."""
+"""The fields of a line of an earlier annex's JSON-lines spool file, as Arrow's JSON reader
+reads them (missing fields: null; ``raw`` as text, or ``raw_b64`` when not UTF-8)."""
 
 
 @dataclass(frozen=True)
@@ -116,31 +138,30 @@ class IntakeReply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-# --- spool lines ------------------------------------------------------------------------------
+# --- spool rows -------------------------------------------------------------------------------
 
 
-def spool_time(moment: datetime) -> str:
-    """``2026-11-02 08:10:01.123456``: naive UTC, as Arrow's JSON reader parses timestamps."""
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+def utc_naive(moment: datetime) -> datetime:
+    """Naive UTC (``TIMESTAMP`` columns); a naive ``moment`` is taken as UTC already."""
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
 
 
-def event_line(accepted: Accepted, received_at: str) -> dict[str, Any]:
-    """The spool line (a ``LINEAGE_EVENTS`` row less ``source_locator``) of an accepted event."""
+def event_row(accepted: Accepted, received_at: datetime) -> dict[str, Any]:
+    """The spool row (a ``LINEAGE_EVENTS`` row less ``source_locator``) of an accepted event;
+    ``received_at`` naive UTC."""
     event = accepted.event
     when = accepted.event_time
     offset = when.utcoffset()
     run = event.get("run") if accepted.kind == "RunEvent" else None
     job = event.get("job") if accepted.kind != "DatasetEvent" else None
-    payload = orjson.dumps(event).decode("utf-8")
+    payload = (accepted.text or orjson.dumps(event)).decode("utf-8")
     datasets, facets = graph_parts(event, payload)
     return {
         "kind": "event",
         "index": accepted.index,
         "received_at": received_at,
         "event_id": accepted.event_id,
-        "event_time": spool_time(when),
+        "event_time": utc_naive(when),
         "event_time_offset_minutes": int(offset.total_seconds() // 60) if offset else 0,
         "event_kind": accepted.kind,
         "event_type": event.get("eventType") if accepted.kind == "RunEvent" else None,
@@ -156,44 +177,51 @@ def event_line(accepted: Accepted, received_at: str) -> dict[str, Any]:
     }
 
 
-def rejected_line(rejected: Rejected, received_at: str) -> dict[str, Any]:
-    """The spool line (a ``REJECTED`` row less ``locator``) of a rejected event or body."""
-    line: dict[str, Any] = {
+def rejected_row(rejected: Rejected, received_at: datetime) -> dict[str, Any]:
+    """The spool row (a ``REJECTED`` row less ``locator``) of a rejected event or body."""
+    return {
         "kind": "rejected",
         "index": rejected.index if rejected.index is not None else -1,
         "received_at": received_at,
         "reason_code": rejected.reason,
         "message": rejected.message,
         "path": rejected.path,
+        "raw": rejected.raw,
     }
-    try:
-        line["raw"] = rejected.raw.decode("utf-8")
-    except UnicodeDecodeError:
-        line["raw_b64"] = base64.b64encode(rejected.raw).decode("ascii")
-    return line
 
 
-def spool_lines(parsed: ParsedBatch, received_at: datetime) -> bytes:
-    """Every outcome of one request as JSON lines: accepted events (each ``event_id`` once)
-    and rejections, in request order."""
-    when = spool_time(received_at)
-    lines: list[tuple[int, bytes]] = []
-    for accepted in parsed.accepted:
-        if not accepted.duplicate:
-            lines.append((accepted.index, orjson.dumps(event_line(accepted, when))))
-    for rejected in parsed.rejected:
-        index = rejected.index if rejected.index is not None else -1
-        lines.append((index, orjson.dumps(rejected_line(rejected, when))))
-    lines.sort(key=lambda pair: pair[0])
-    return b"".join(line + b"\n" for _, line in lines)
+def spool_table(parsed: ParsedBatch, received_at: datetime) -> pa.Table:
+    """Every outcome of one request (``SPOOL_TABLE``): accepted events (each ``event_id``
+    once) and rejections, in request order."""
+    when = utc_naive(received_at)
+    rows = [event_row(a, when) for a in parsed.accepted if not a.duplicate]
+    rows += [rejected_row(r, when) for r in parsed.rejected]
+    rows.sort(key=lambda row: row["index"])
+    return pa.Table.from_pylist(rows, schema=SPOOL_TABLE)
 
 
-def raw_bytes(line: dict[str, Any]) -> bytes | None:
-    """A rejection line's raw bytes (``raw`` text or ``raw_b64``)."""
-    if line.get("raw") is not None:
-        return str(line["raw"]).encode("utf-8")
-    if line.get("raw_b64") is not None:
-        return base64.b64decode(line["raw_b64"])
+def spool_file(parsed: ParsedBatch, received_at: datetime) -> bytes:
+    """``spool_table`` as the bytes of an Arrow IPC file (b"" when the request had nothing)."""
+    table = spool_table(parsed, received_at)
+    if not table.num_rows:
+        return b""
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression=SPOOL_COMPRESSION)
+    with pa.ipc.new_file(sink, SPOOL_TABLE, options=options) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def raw_bytes(row: dict[str, Any]) -> bytes | None:
+    """A rejection row's raw bytes (``raw`` bytes, or, in a JSON-lines spool file, ``raw``
+    text or ``raw_b64``)."""
+    raw = row.get("raw")
+    if isinstance(raw, bytes):
+        return raw
+    if raw is not None:
+        return str(raw).encode("utf-8")
+    if row.get("raw_b64") is not None:
+        return base64.b64decode(row["raw_b64"])
     return None
 
 
@@ -209,8 +237,8 @@ def process_request(
     max_bytes: int,
     max_events: int,
 ) -> tuple[int, dict[str, Any], bytes]:
-    """One request's answer and its spool lines: ``(status, payload, lines)``. Pure (no I/O),
-    so it can run in a worker process; the caller writes ``lines`` before answering."""
+    """One request's answer and its spool file: ``(status, payload, spool bytes)``. Pure (no
+    I/O), so it can run in a worker process; the caller writes the file before answering."""
     now = received_at if received_at.tzinfo else received_at.replace(tzinfo=UTC)
     parsed = parse_events(
         body,
@@ -229,20 +257,20 @@ def process_request(
             body[:RAW_KEEP],
         )
         parsed = ParsedBatch((), (refusal,), 0, parsed.body_bytes, True)
-    lines = spool_lines(parsed, now)
+    spool = spool_file(parsed, now)
     refused = parsed.rejected[0] if len(parsed.rejected) == 1 else None
     if refused is not None and refused.index is None:
         status = BODY_STATUS.get(refused.reason, 422 if single else 400)
-        return status, _rejection_payload(refused, batch=not single), lines
+        return status, _rejection_payload(refused, batch=not single), spool
     if not single:
-        return 200, parsed.response(), lines
+        return 200, parsed.response(), spool
     if parsed.accepted:
         accepted = parsed.accepted[0]
         payload: dict[str, Any] = {"status": "success", "event_id": accepted.event_id}
         if accepted.findings:
             payload["findings"] = [f.message for f in accepted.findings]
-        return 200, payload, lines
-    return 422, _rejection_payload(parsed.rejected[0], batch=False), lines
+        return 200, payload, spool
+    return 422, _rejection_payload(parsed.rejected[0], batch=False), spool
 
 
 def _warm() -> int:
@@ -325,7 +353,7 @@ class LineageIntake:
         }
         if self.workers > 0:
             try:
-                status, payload, lines = (
+                status, payload, spool = (
                     self._start_pool().submit(process_request, body, **arguments).result()
                 )
             except BrokenProcessPool:
@@ -334,20 +362,20 @@ class LineageIntake:
                     self._pool = None
                 return _unavailable("annex's event validation restarted", "retry in a moment")
         else:
-            status, payload, lines = process_request(body, **arguments)
-        failure = self._spool(body, lines, received_at)
+            status, payload, spool = process_request(body, **arguments)
+        failure = self._spool(body, spool, received_at)
         return failure if failure is not None else IntakeReply(status, payload)
 
-    def _spool(self, body: bytes, lines: bytes, received_at: datetime) -> IntakeReply | None:
-        """Write the request's lines; None when written, else the 503 to answer."""
-        if not lines:
+    def _spool(self, body: bytes, data: bytes, received_at: datetime) -> IntakeReply | None:
+        """Write the request's spool file; None when written, else the 503 to answer."""
+        if not data:
             return None  # an empty batch: nothing to keep
         name = f"{compact_time(received_at)}-{hashlib.sha256(body).hexdigest()[:16]}"
         try:
             if not self._ready:
                 self.incoming.mkdir(parents=True, exist_ok=True)
                 self._ready = True
-            write_atomically(self.incoming / (name + SPOOL_SUFFIX), lines)
+            write_atomically(self.incoming / (name + SPOOL_SUFFIX), data)
         except OSError as exc:
             self._ready = False
             log.error("cannot write to the spool folder %s: %s", self.incoming, exc.strerror)

@@ -150,7 +150,7 @@ def test_openlineage_client_delivery_lands_in_the_warehouse(
     assert dict(linked) == facets and len(facets) > 40
     # The spool was archived after the commit, and a second collection changes nothing.
     assert pending_lineage(settings) == 0
-    archived = list((settings.lineage.spool_dir / "archive").rglob("*.jsonl"))
+    archived = list((settings.lineage.spool_dir / "archive").rglob("*.arrow"))
     assert len(archived) == single.requests + batched.requests
     assert main(["--config", str(config), "collect", "lineage"]) == 0
     [(again,)] = query(settings, "SELECT count(*) FROM core.lineage_events")
@@ -281,4 +281,4 @@ def test_annex_serve_hosts_the_lineage_routes(tmp_path: Path) -> None:
     assert process.returncode == 0
     assert "method=POST path=/api/v1/lineage/batch status=200" in err
     assert TOKEN not in err
-    assert len(list((tmp_path / "lineage" / "incoming").glob("*.jsonl"))) == 1
+    assert len(list((tmp_path / "lineage" / "incoming").glob("*.arrow"))) == 1

@@ -4,7 +4,6 @@ for audit.rejected, the batch endpoint's partial_success answer, duplicates."""
 
 from __future__ import annotations
 
-import base64
 import gzip
 import http.client
 import json
@@ -29,6 +28,7 @@ from simulator.lineage.producer import (
     to_json,
 )
 from simulator.world import build_world
+from tests.unit.lineage_spool_helpers import spool_rows
 
 pytestmark = pytest.mark.integration
 
@@ -95,11 +95,8 @@ def post(
 
 
 def spool_lines(settings: Settings) -> list[dict]:
-    incoming = settings.lineage.spool_dir / "incoming"
-    lines = []
-    for path in sorted(incoming.glob("*.jsonl")):
-        lines += [json.loads(line) for line in path.read_text().splitlines()]
-    return lines
+    """The rows of every spool file (one Arrow IPC file per request)."""
+    return spool_rows(settings.lineage.spool_dir / "incoming")
 
 
 def spool_files(settings: Settings) -> list[Path]:
@@ -131,7 +128,7 @@ def test_one_gzip_event_is_accepted_with_its_id_and_spooled_once(
     )
     # written atomically: no temporary file is left behind
     [path] = spool_files(settings)
-    assert path.suffix == ".jsonl" and not path.name.startswith(".")
+    assert path.suffix == ".arrow" and not path.name.startswith(".")
 
 
 def test_the_same_event_twice_gives_the_same_id(
@@ -235,8 +232,8 @@ def test_every_malformed_delivery_gets_its_status_and_is_kept(
         ]
     )
     truncated = next(line for line in lines if "compressed" in line["message"])
-    assert truncated["index"] == -1 and "raw_b64" in truncated  # the gzip bytes, kept
-    assert base64.b64decode(truncated["raw_b64"])[:2] == b"\x1f\x8b"
+    assert truncated["index"] == -1  # the gzip bytes, kept
+    assert truncated["raw"][:2] == b"\x1f\x8b"
 
 
 @pytest.mark.parametrize(
@@ -352,7 +349,7 @@ def test_a_gzip_bomb_is_refused_413_without_being_inflated(
     assert peak < 64 << 20  # at most max_body_bytes (5 MiB) + 1 inflated, plus the body
     [line] = spool_lines(settings)
     assert line["reason_code"] == "too_large" and line["index"] == -1
-    assert len(base64.b64decode(line["raw_b64"])) == 64 * 1024  # the first 64 KiB, for audit
+    assert len(line["raw"]) == 64 * 1024  # the first 64 KiB, for audit
 
     status, payload = post(server, "/api/v1/lineage", bomb, encoding="gzip")
     assert status == 413

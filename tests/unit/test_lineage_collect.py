@@ -21,6 +21,7 @@ from collectors.lineage.intake import LineageIntake
 from collectors.lineage.schema import LINEAGE_EVENTS, REJECTED
 from simulator.lineage.producer import build_events, to_json
 from simulator.world import build_world
+from tests.unit.lineage_spool_helpers import to_legacy_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -118,12 +119,13 @@ def test_offsets_are_converted_to_utc_and_kept(
     assert row["event_time_offset_minutes"] == 120
 
 
-def test_a_damaged_spool_file_loses_only_its_bad_lines(
+def test_a_damaged_legacy_spool_file_loses_only_its_bad_lines(
     tmp_path: Path, events: list[dict], now: datetime
 ) -> None:
     settings = make_settings(tmp_path)
     assert post(LineageIntake(settings.lineage), json.dumps(events[:3]).encode(), now) == 200
-    [path] = (settings.lineage.spool_dir / "incoming").glob("*.jsonl")
+    [arrow] = (settings.lineage.spool_dir / "incoming").glob("*.arrow")
+    path = to_legacy_jsonl(arrow)
     lines = path.read_bytes().splitlines()
     path.write_bytes(b"\n".join([lines[0], b'{"kind": "event", "event_id": ', lines[1], b"[]"]))
     table, rejected, stats = collect(settings, now)
@@ -137,6 +139,45 @@ def test_a_damaged_spool_file_loses_only_its_bad_lines(
     assert stats.consumed and stats.consumed[0][0] == path
 
 
+def test_legacy_json_lines_spool_files_load_as_arrow_ones(
+    tmp_path: Path, events: list[dict], now: datetime
+) -> None:
+    # spool files of an earlier annex (JSON lines) wait beside today's (Arrow IPC): both load,
+    # giving the same rows, rejections included
+    body = json.dumps([*events[:4], {"eventTime": "bad"}, events[1]]).encode()
+    arrow_settings = make_settings(tmp_path / "arrow")
+    assert post(LineageIntake(arrow_settings.lineage), body, now) == 200
+    today, today_rejected, _ = collect(arrow_settings, now)
+    legacy_settings = make_settings(tmp_path / "legacy")
+    assert post(LineageIntake(legacy_settings.lineage), body, now) == 200
+    [arrow] = (legacy_settings.lineage.spool_dir / "incoming").glob("*.arrow")
+    to_legacy_jsonl(arrow)
+    assert count_waiting(legacy_settings.lineage) == 1
+    before, before_rejected, stats = collect(legacy_settings, now)
+    assert before.drop_columns(["source_locator"]).equals(today.drop_columns(["source_locator"]))
+    assert before.num_rows == 4 and stats.repeated == 0
+    assert before_rejected.select(["reason_code", "message", "raw"]).equals(
+        today_rejected.select(["reason_code", "message", "raw"])
+    )
+    assert before.column("source_locator")[0].as_py().endswith(".jsonl#1")
+
+
+def test_a_damaged_arrow_spool_file_is_rejected_whole_and_archived(
+    tmp_path: Path, events: list[dict], now: datetime
+) -> None:
+    settings = make_settings(tmp_path)
+    intake = LineageIntake(settings.lineage)
+    assert post(intake, json.dumps(events[:3]).encode(), now) == 200
+    assert post(intake, json.dumps(events[3:5]).encode(), now + timedelta(seconds=1)) == 200
+    first, second = sorted((settings.lineage.spool_dir / "incoming").glob("*.arrow"))
+    first.write_bytes(first.read_bytes()[:-100])  # truncated: a disk fault
+    table, rejected, stats = collect(settings, now)
+    assert table.column("event_id").to_pylist() == [event_id(e) for e in events[3:5]]
+    [row] = rejected.to_pylist()
+    assert row["reason_code"] == "malformed_spool_file" and row["raw"]
+    assert [source for source, _ in stats.consumed] == [first, second]
+
+
 def test_spool_lines_from_before_the_graph_parts_get_them_from_their_payload(
     tmp_path: Path, events: list[dict], now: datetime
 ) -> None:
@@ -144,8 +185,9 @@ def test_spool_lines_from_before_the_graph_parts_get_them_from_their_payload(
     # takes them out of the payload, the same as today's intake does
     settings = make_settings(tmp_path)
     assert post(LineageIntake(settings.lineage), json.dumps(events[:4]).encode(), now) == 200
-    [path] = (settings.lineage.spool_dir / "incoming").glob("*.jsonl")
+    [arrow] = (settings.lineage.spool_dir / "incoming").glob("*.arrow")
     today, _, _ = collect(settings, now)
+    path = to_legacy_jsonl(arrow)
     lines = [json.loads(line) for line in path.read_bytes().splitlines()]
     for line in lines[1:]:
         del line["datasets"], line["facets"]

@@ -280,6 +280,9 @@ def test_canonical_json_equals_the_reference_walk(value: Any) -> None:
         {"s": 'x" 1.5 \\', "n": 12345678901234567, "m": -12345678901234567890123},
         {"\U0001f600": 1, "\ufb33": 2, "e": "\U0001f600 1.0,"},
         {chr(c): chr(c) for c in [*range(0x100), 0x2028, 0x2029, 0xFEFF, 0xFFFF]},
+        {"epochs": 1.0, "w": [2.0, 0.5], "v": {"x": 3.0}, "id": "9a2e-5d1f", "t": "v1.0,"},
+        {"big": 9007199254740994.0, "near": 4503599627370497.0, "e": 2.5e-7, "f": 1e-5},
+        {"k": "1e+16", "n": [1e16, -1e21, 1.5e300], "z": 0.0, "m": -0.0},
     ],
 )
 def test_canonical_json_edge_cases(value: Any) -> None:
@@ -414,6 +417,23 @@ def test_bad_time_is_a_schema_violation() -> None:
     assert only_rejection(parse(run_event(eventTime="2025-02-29T00:00:00Z"))).reason == (
         "schema_violation"
     )
+
+
+def test_the_fast_verdict_decides_and_python_names_the_reason() -> None:
+    # a run id the fast path refuses: the Python validator explains it (bad_run_id)
+    rejected = only_rejection(parse(run_event(run={"runId": "not-a-uuid"})))
+    assert (rejected.reason, rejected.path) == ("bad_run_id", "run.runId")
+
+
+def test_an_event_only_the_fast_path_refuses_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    # should the two validators ever disagree (fast: invalid, Python: valid), the event is
+    # rejected as a schema violation, never accepted
+    from collectors.lineage import events as events_module
+
+    monkeypatch.setattr(events_module, "screen_event", lambda event: None)
+    rejected = only_rejection(parse(run_event()))
+    assert rejected.reason == "schema_violation"
+    assert rejected.message
 
 
 def test_future_event_time() -> None:

@@ -1,4 +1,7 @@
-"""Conformance: annex's validator gives jsonschema's verdict on every event.
+"""Conformance: annex's two validators give jsonschema's verdict on every event.
+
+The two: the Python validator (``check_event``, which names the reason) and the fast path the
+ingest runs first (``screen_event``: the same documents and rules compiled by jsonschema_rs).
 
 The oracle is jsonschema's Draft202012Validator with a FormatChecker over a ``referencing``
 registry of the vendored OpenLineage 2-0-2 schema and annex's facet schemas (their ``$ref``s to
@@ -33,7 +36,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from collectors.lineage import validate as V
-from collectors.lineage.validate import check_event, validate_event
+from collectors.lineage.validate import check_event, screen_event, validate_event
 
 OL = "https://openlineage.io/spec/2-0-2/OpenLineage.json"
 ANNEX = "https://annex.dev/spec/facets/1-0-0/"
@@ -384,6 +387,7 @@ CORPUS = hand_written() + from_client()
 def test_corpus_is_valid_for_both(event: dict[str, Any]) -> None:
     assert oracle(event), "the corpus event must be valid"
     assert validate_event(event) == []
+    assert screen_event(event) == check_event(event)[0]
 
 
 def test_kind_follows_fragment_then_keys() -> None:
@@ -570,16 +574,14 @@ def mutated(draw: st.DrawFn, annex_only: bool = False) -> Any:
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_mutated_events_get_the_oracle_verdict(event: Any) -> None:
-    _kind, violations = check_event(event)
-    assert (not violations) == oracle(event), (violations, json.dumps(event)[:2000])
+    assert_both_agree(event)
 
 
 @pytest.mark.slow
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated(annex_only=True))
 def test_mutated_annex_facets_get_the_oracle_verdict(event: Any) -> None:
-    _kind, violations = check_event(event)
-    assert (not violations) == oracle(event), (violations, json.dumps(event)[:2000])
+    assert_both_agree(event)
 
 
 @settings(max_examples=300, deadline=None)
@@ -587,12 +589,82 @@ def test_mutated_annex_facets_get_the_oracle_verdict(event: Any) -> None:
 def test_unknown_top_level_keys_and_facets(event: dict, value: Any, key: str) -> None:
     event = copy.deepcopy(event)
     event[key] = value
-    assert (not validate_event(event)) == oracle(event)
+    assert_both_agree(event)
 
 
 def test_non_objects() -> None:
     for value in [None, 1, "x", [], [FULL], True]:
         assert validate_event(value) and not oracle(value)
+        assert screen_event(value) is None
+
+
+def assert_both_agree(event: Any) -> None:
+    """Both annex validators give the oracle's verdict, and the same kind when valid."""
+    verdict = oracle(event)
+    kind, violations = check_event(event)
+    assert (not violations) == verdict, (violations, json.dumps(event)[:2000])
+    screened = screen_event(event)
+    assert (screened is not None) == verdict, ("fast path", json.dumps(event)[:2000])
+    if verdict:
+        assert screened == kind
+
+
+FORMAT_EDGES = [
+    "2025-06-30T18:00:00Z\n",  # rfc3339-validator anchors with $: a trailing newline passes
+    "2025-06-30t18:00:00z",
+    "2025-06-30T18:00:00",
+    "2025-02-30T18:00:00Z",
+    "2025-06-30T24:00:00Z",
+    "2025-06-30T18:00:00.123456789+23:59",
+]
+URI_EDGES = ["https://x\n", "urn:x", "no scheme", "https://[::1]/", "https://ex ample.com", ""]
+UUID_EDGES = [RUN_ID.upper(), "{" + RUN_ID + "}", "urn:uuid:" + RUN_ID, RUN_ID.replace("-", "")]
+
+
+@pytest.mark.parametrize("text", FORMAT_EDGES)
+def test_fast_path_asserts_date_time_as_the_oracle(text: str) -> None:
+    assert_both_agree(
+        base(job={"namespace": "n", "name": "j"}, run={"runId": RUN_ID}) | {"eventTime": text}
+    )
+
+
+@pytest.mark.parametrize("text", URI_EDGES)
+def test_fast_path_asserts_uri_as_the_oracle(text: str) -> None:
+    assert_both_agree(
+        base(job={"namespace": "n", "name": "j"}, run={"runId": RUN_ID}) | {"producer": text}
+    )
+
+
+@pytest.mark.parametrize("text", UUID_EDGES)
+def test_fast_path_asserts_uuid_as_the_oracle(text: str) -> None:
+    assert_both_agree(base(job={"namespace": "n", "name": "j"}, run={"runId": text}))
+
+
+@pytest.mark.parametrize("language", ["en\n", "en\n\n", "zh-Hant", "e1", "x-\n"])
+def test_fast_path_matches_patterns_as_python(language: str) -> None:
+    """jsonschema's ``re.search`` lets a final ``$`` match before a trailing newline."""
+    event = copy.deepcopy(CORPUS[0])
+    for item in event.get("inputs", []):
+        content = item.get("facets", {}).get("annex_content")
+        if content is not None:
+            content["languages"] = [language]
+            break
+    else:
+        pytest.fail("the corpus's first event has no annex_content facet")
+    assert_both_agree(event)
+
+
+def test_fast_path_never_fetches() -> None:
+    """A $ref outside the vendored documents is refused, not fetched."""
+    import jsonschema_rs
+
+    registry = jsonschema_rs.Registry(list(V.load_schemas().items()), retriever=V._no_retrieval)
+    with pytest.raises(jsonschema_rs.ValidationError, match="Retrieval is disabled"):
+        jsonschema_rs.Draft202012Validator(
+            {"$ref": "https://openlineage.io/spec/facets/1-0-0/Missing.json"},
+            registry=registry,
+            offline=True,
+        )
 
 
 # ------------------------------------------------------------------------------------------

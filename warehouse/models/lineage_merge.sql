@@ -23,13 +23,15 @@
 --    (state from the terminal event with the latest eventTime, else the latest event with an
 --    eventType; started_at the earliest START), with their annex_trainingRun and parent
 --    facets from the heads.
--- Memory: the staged payloads are copied once (lin_new, dropped once stored); items and facets
--- are smaller. A collection's size bounds it: load a large
+-- Memory: the staged payloads are never copied into a temp table (lin_new keeps the narrow
+-- columns and the staged row; the payloads go from the staging table to core once); items and
+-- facets are smaller. A collection's size bounds it: load a large
 -- backlog in collections of some tens of thousands of events. Nothing sorts the JSON columns
 -- (duplicates and latest facets are found by grouping narrow keys): that is what would cost.
 
 -- 1. -------------------------------------------------------------------------------------------
--- (payloads are not copied here: only the few rejected rows' are read back)
+-- (payloads are not copied here: only the few rejected rows' are read back; json_valid parses
+-- without building values)
 CREATE OR REPLACE TEMP TABLE lin_problems AS
 SELECT
     rowid AS staged_row,
@@ -41,6 +43,7 @@ SELECT
             THEN format('event_kind {} is not RunEvent, JobEvent or DatasetEvent',
                         coalesce(event_kind, 'NULL'))
         WHEN payload IS NULL THEN 'payload is missing'
+        WHEN NOT json_valid(payload) THEN 'the payload is not JSON'
         WHEN datasets IS NULL OR facets IS NULL THEN 'its datasets and facets are missing'
         WHEN event_kind = 'RunEvent' AND run_id IS NULL THEN 'a RunEvent without run_id'
         WHEN event_kind IN ('RunEvent', 'JobEvent')
@@ -66,7 +69,8 @@ SET VARIABLE lin_time_lo = (SELECT min(event_time) FROM stage_lineage_events);
 SET VARIABLE lin_time_hi = (SELECT max(event_time) FROM stage_lineage_events);
 
 CREATE OR REPLACE TEMP TABLE lin_new AS
-SELECT s.rowid AS staged_row, s.* EXCLUDE (payload), TRY_CAST(s.payload AS JSON) AS payload
+SELECT s.rowid AS staged_row, s.event_id, s.event_time, s.event_kind, s.event_type, s.run_id,
+       s.job_namespace, s.job_name, s.source_locator, s.datasets
 FROM stage_lineage_events AS s
 WHERE s.rowid NOT IN (SELECT staged_row FROM lin_problems)
   -- twice in the batch: the first staged (narrow keys grouped, the payloads never sorted)
@@ -77,19 +81,6 @@ WHERE s.rowid NOT IN (SELECT staged_row FROM lin_problems)
         AND k.event_time <= getvariable('lin_time_hi')
         AND k.event_id = s.event_id
   );
-
--- Not JSON: parsed once here (TRY_CAST gives NULL), the stored payload is this parse.
-INSERT INTO stage_rejected (locator, reason_code, message, raw)
-SELECT
-    coalesce(s.source_locator, 'lineage event'),
-    'invalid_lineage_event',
-    format('event {}: the payload is not JSON; the collector broke its output contract',
-           s.event_id),
-    encode(s.payload)
-FROM stage_lineage_events AS s
-WHERE s.event_id IN (SELECT event_id FROM lin_new WHERE payload IS NULL);
-
-DELETE FROM lin_new WHERE payload IS NULL;
 
 -- 3. -------------------------------------------------------------------------------------------
 CREATE OR REPLACE TEMP TABLE lin_parsed AS
@@ -106,11 +97,12 @@ FROM lin_new;
 
 CREATE OR REPLACE TEMP TABLE lin_items AS
 WITH items AS (
-    SELECT event_id, event_time, event_kind, run_id, unnest(datasets) AS d
+    SELECT staged_row, event_id, event_time, event_kind, run_id, unnest(datasets) AS d
     FROM lin_new
 ),
 versioned AS (
     SELECT
+        staged_row,
         event_id,
         event_time,
         event_kind,
@@ -160,8 +152,9 @@ SELECT
     format('run {} reads and writes the same dataset version {}/{}@{} (event {}): a version '
            'cannot be its own ancestor; send the output''s new version in its version facet',
            n.run_id, l.namespace, l.name, l.version, n.event_id),
-    encode(CAST(n.payload AS VARCHAR))
+    encode(s.payload)
 FROM lin_new AS n
+JOIN stage_lineage_events AS s ON s.rowid = n.staged_row
 JOIN (SELECT event_id, any_value(namespace) AS namespace, any_value(name) AS name,
              any_value(version) AS version
       FROM lin_loops GROUP BY event_id) AS l ON l.event_id = n.event_id;
@@ -170,12 +163,12 @@ DELETE FROM lin_new WHERE event_id IN (SELECT event_id FROM lin_loops);
 DELETE FROM lin_parsed WHERE event_id IN (SELECT event_id FROM lin_loops);
 DELETE FROM lin_items WHERE event_id IN (SELECT event_id FROM lin_loops);
 
--- The facets of what is left, before lin_new (and its payloads) is dropped: each cut out of
--- its payload (collectors/lineage/graph.py), so no JSON is parsed or carried twice, and before
--- the join, which then moves no payload.
+-- The facets of what is left: each cut out of its staged payload (collectors/lineage/graph.py),
+-- so no JSON is parsed or carried twice, before the join, which then moves no payload.
 CREATE OR REPLACE TEMP TABLE lin_facet_rows AS
 WITH entries AS (
     SELECT
+        staged_row,
         event_id,
         event_time,
         event_kind,
@@ -188,9 +181,8 @@ WITH entries AS (
         f.deleted AS deleted,
         coalesce(f.facet, substring(payload, f.start + 1, f.length)) AS facet
     FROM (
-        -- the staged payload text: a JSON value cast back to text would be written anew
-        SELECT event_id, event_time, event_kind, run_id, job_name, job_namespace, payload,
-               unnest(facets) AS f
+        SELECT rowid AS staged_row, event_id, event_time, event_kind, run_id, job_name,
+               job_namespace, payload, unnest(facets) AS f
         FROM stage_lineage_events
         WHERE rowid IN (SELECT staged_row FROM lin_new)
     )
@@ -211,13 +203,16 @@ SELECT
     CASE WHEN e.place IN ('run', 'input', 'output') THEN e.run_id END AS run_id,
     i.dataset_version_id
 FROM entries AS e
-LEFT JOIN lin_items AS i ON i.event_id = e.event_id AND i.item = e.item
+-- (joined by the staged row, a number, not by the event_id text)
+LEFT JOIN lin_items AS i ON i.staged_row = e.staged_row AND i.item = e.item
 WHERE (e.place = 'run' AND e.event_kind = 'RunEvent')
    OR (e.place = 'job' AND e.job_name IS NOT NULL)
    OR (e.place = 'dataset' AND i.dataset_version_id IS NOT NULL)
    OR (e.place IN ('input', 'output') AND i.dataset_version_id IS NOT NULL
        AND e.run_id IS NOT NULL);
 
+-- lin_new holds each event_id once and none stored before (step 2): no ON CONFLICT, whose
+-- check of the batch against itself would group the wide rows.
 INSERT INTO core.lineage_events
     (event_id, received_at, event_time, event_time_offset_minutes, event_kind, event_type,
      run_id, job_namespace, job_name, producer, schema_url, payload, findings, source_locator,
@@ -226,8 +221,8 @@ SELECT
     event_id, received_at, event_time, event_time_offset_minutes, event_kind, event_type,
     run_id, job_namespace, job_name, producer, schema_url, payload, findings, source_locator,
     CAST(event_time AS DATE), getvariable('collection_id'), getvariable('collected_at')
-FROM lin_new
-ON CONFLICT DO NOTHING;
+FROM stage_lineage_events
+WHERE rowid IN (SELECT staged_row FROM lin_new);
 
 DROP TABLE lin_new;
 
@@ -310,30 +305,18 @@ SELECT entity_kind, entity_id, facet_name, event_id, event_time, deleted, facet,
        dataset_version_id, CAST(event_time AS DATE), getvariable('collection_id')
 FROM lin_facet_rows;
 
--- The batch's latest facet per entity and facet name (aggregates, not a window over the wide
--- rows: sorting the facets' JSON is what would cost), then merged into the heads by a join
--- (no index to maintain): a stored head is replaced only by a newer one.
+-- The batch's latest facet per entity and facet name, by (eventTime, event_id): one aggregate
+-- over the narrow keys (not a window over the wide rows: sorting the facets' JSON is what
+-- would cost), then merged into the heads by a join (no index to maintain): a stored head is
+-- replaced only by a newer one.
 CREATE OR REPLACE TEMP TABLE lin_facet_latest AS
-WITH latest_time AS (
-    SELECT entity_kind, entity_id, facet_name, max(event_time) AS event_time
-    FROM lin_facet_rows
-    GROUP BY entity_kind, entity_id, facet_name
-),
-candidates AS (
-    SELECT f.rowid AS row_number, f.entity_kind, f.entity_id, f.facet_name, f.event_id
-    FROM lin_facet_rows AS f
-    JOIN latest_time AS t
-        ON t.entity_kind = f.entity_kind AND t.entity_id = f.entity_id
-        AND t.facet_name = f.facet_name AND t.event_time = f.event_time
-),
-winners AS (
-    SELECT arg_max(row_number, event_id) AS row_number
-    FROM candidates
-    GROUP BY entity_kind, entity_id, facet_name
-)
 SELECT *
 FROM lin_facet_rows
-WHERE rowid IN (SELECT row_number FROM winners);
+WHERE rowid IN (
+    SELECT arg_max(rowid, (event_time, event_id))
+    FROM lin_facet_rows
+    GROUP BY entity_kind, entity_id, facet_name
+);
 
 MERGE INTO core.lineage_facet_heads AS h
 USING lin_facet_latest AS n
