@@ -13,7 +13,7 @@ from typing import Any
 from reports.charts import PALETTE, Series, stacked_columns
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.evidence import COVERAGE_SOURCES
-from reports.findings import Finding, counts, ordered
+from reports.findings import Finding, counts, no_successful_collection, ordered
 
 Row = dict[str, Any]
 Rows = list[Row]
@@ -215,11 +215,9 @@ def _findings(
     for s in sources:
         if not s["succeeded"]:
             out.append(
-                Finding(
-                    "high",
-                    f"No successful {s['source']} collection in the period",
-                    f"{s['collections']} collections, {s['failed']} failed "
-                    "(coverage_sources.csv): coverage cannot be judged without it.",
+                no_successful_collection(
+                    s,
+                    "coverage cannot be judged without it.",
                     "Run `annex collect attestations` (and the inventory) on a schedule; "
                     "check the agents reach `annex serve`.",
                 )

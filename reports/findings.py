@@ -25,6 +25,18 @@ class Finding:
             raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
 
 
+def no_successful_collection(source: dict, consequence: str, remediation: str) -> Finding:
+    """The finding for an evidence source with no successful collection in the period (a row
+    of ``coverage_sources``): what it means for this report, and what to do."""
+    return Finding(
+        "high",
+        f"No successful {source['source']} collection in the period",
+        f"{source['collections']} collections, {source['failed']} failed "
+        f"(coverage_sources.csv): {consequence}",
+        remediation,
+    )
+
+
 def ordered(findings: list[Finding]) -> list[Finding]:
     """High first; within a severity, in the order the rules found them."""
     return sorted(findings, key=lambda f: SEVERITIES.index(f.severity))

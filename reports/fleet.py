@@ -16,7 +16,7 @@ from typing import Any
 from reports.charts import PALETTE, Series, horizontal_bars, stacked_columns
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.evidence import COVERAGE_SOURCES
-from reports.findings import Finding, counts, ordered
+from reports.findings import Finding, counts, no_successful_collection, ordered
 
 Row = dict[str, Any]
 Rows = list[Row]
@@ -457,12 +457,8 @@ def _findings(
     for s in sources:
         if not s["succeeded"]:
             out.append(
-                Finding(
-                    "high",
-                    f"No successful {s['source']} collection in the period",
-                    f"{s['collections']} collections, {s['failed']} failed "
-                    "(coverage_sources.csv): its figures below are missing, not zero.",
-                    REMEDIATION[s["source"]],
+                no_successful_collection(
+                    s, "its figures below are missing, not zero.", REMEDIATION[s["source"]]
                 )
             )
         elif s["failed"]:

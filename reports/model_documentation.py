@@ -30,6 +30,7 @@ from annex.model_registry import DOCUMENTATION_FIELDS, ModelEntry
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.errors import ReportError
 from reports.training_summary import QUERIES as SUMMARY_QUERIES
+from reports.training_summary import simulated_notice
 
 Row = dict[str, Any]
 
@@ -325,14 +326,13 @@ def build(evidence: Evidence) -> dict[str, Any]:
     for row in thresholds:  # a threshold not crossed has no date: not a gap in the evidence
         for key in ("crossed_at", "notification_due"):
             row[f"{key}_text"] = f"{row[key]:%Y-%m-%d %H:%M UTC}" if row[key] else "-"
-    simulated = [p for p in producers if p["simulated"]]
-    if simulated:
-        uris = ", ".join(p["producer"] for p in simulated)
-        context["report"]["simulated"] = (
-            f"{len(simulated)} of {len(producers)} lineage producers of this model's training "
-            f"content name annex's simulator ({uris}): the data sources and the training runs "
-            "they describe are made up."
-        )
+    notice = simulated_notice(
+        producers,
+        "training content",
+        "the data sources and the training runs they describe are made up.",
+    )
+    if notice:
+        context["report"]["simulated"] = notice
     return context
 
 

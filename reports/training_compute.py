@@ -22,6 +22,7 @@ from typing import Any
 from reports.charts import PALETTE, Level, TimeSeries, log_lines, power_of_ten
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.errors import ReportError
+from reports.training_summary import simulated_notice
 from warehouse.models import compute_formulas as formulas
 
 Row = dict[str, Any]
@@ -330,14 +331,13 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "dtype": evidence.model.dtype if evidence.model else None,
         "reference": _reference(),
     }
-    simulated = [p for p in producers if p["simulated"]]
-    if simulated:
-        uris = ", ".join(p["producer"] for p in simulated)
-        context["report"] = {
-            "simulated": f"{len(simulated)} of {len(producers)} lineage producers of this "
-            f"model's training runs name annex's simulator ({uris}): the runs, GPU-hours, "
-            "compute and energy below are made up."
-        }
+    notice = simulated_notice(
+        producers,
+        "training runs",
+        "the runs, GPU-hours, compute and energy below are made up.",
+    )
+    if notice:
+        context["report"] = {"simulated": notice}
     return context
 
 

@@ -266,7 +266,6 @@ def build(evidence: Evidence) -> dict[str, Any]:
     )
     required = len(fields)
     gaps = [f for f in fields if f.gap]
-    simulated = [p for p in producers if p["simulated"]]
     context: dict[str, Any] = {
         "model": model,
         "model_name": model_name,
@@ -301,14 +300,25 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "producers": producers,
         "large_share": LARGE_SHARE,
     }
-    if simulated:
-        uris = ", ".join(p["producer"] for p in simulated)
-        context["report"] = {
-            "simulated": f"{len(simulated)} of {len(producers)} lineage producers of this "
-            f"model's training content name annex's simulator ({uris}): the sources, sizes "
-            "and measures below are made up."
-        }
+    notice = simulated_notice(
+        producers, "training content", "the sources, sizes and measures below are made up."
+    )
+    if notice:
+        context["report"] = {"simulated": notice}
     return context
+
+
+def simulated_notice(producers: list[Row], described: str, made_up: str) -> str | None:
+    """The cover's warning when lineage producers (a ``producers`` query's rows) name annex's
+    simulator: how many, which, and what of the report is therefore made up; None otherwise."""
+    simulated = [p for p in producers if p["simulated"]]
+    if not simulated:
+        return None
+    uris = ", ".join(p["producer"] for p in simulated)
+    return (
+        f"{len(simulated)} of {len(producers)} lineage producers of this model's {described} "
+        f"name annex's simulator ({uris}): {made_up}"
+    )
 
 
 def _mark_large(sources: list[Row]) -> None:
