@@ -45,7 +45,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
@@ -53,7 +52,6 @@ import pyarrow.json as pj
 from annex.settings import LineageSettings, Settings
 from collectors import spool
 from collectors.lineage.events import RAW_KEEP, parse_events
-from collectors.lineage.graph import graph_parts
 from collectors.lineage.intake import (
     ARCHIVE,
     INCOMING,
@@ -65,7 +63,7 @@ from collectors.lineage.intake import (
     raw_bytes,
     utc_naive,
 )
-from collectors.lineage.schema import DATASETS, FACETS, LINEAGE_EVENTS, REJECTED
+from collectors.lineage.schema import LINEAGE_EVENTS, REJECTED
 
 log = logging.getLogger(__name__)
 
@@ -365,8 +363,7 @@ def _add_spool_table(table: pa.Table, lines: pa.Array, prefix: str, out: _Output
     if events.num_rows:
         event_lines = lines if every else lines.filter(is_event)
         locator = pc.binary_join_element_wise(prefix, pc.cast(event_lines, pa.string()), "")
-        events = _with_graph_parts(events)
-        arrays = [events.column(name) for name in _EVENT_COLUMNS] + [locator]
+        arrays = [_as_schema_type(events, name) for name in _EVENT_COLUMNS] + [locator]
         out.add_table(pa.Table.from_arrays(arrays, schema=LINEAGE_EVENTS))
     if events.num_rows < table.num_rows:
         others = pc.invert(is_event)
@@ -376,28 +373,12 @@ def _add_spool_table(table: pa.Table, lines: pa.Array, prefix: str, out: _Output
             _add_spool_rejection(row, f"{prefix}{line}", out)
 
 
-def _with_graph_parts(events: pa.Table) -> pa.Table:
-    """JSON-lines spool lines written before the intake took out the graph parts (``datasets`` and
-    ``facets`` null) get them here, from their payload."""
-    missing = events.column("datasets").null_count + events.column("facets").null_count
-    if not missing:
-        return events
-    datasets = events.column("datasets").to_pylist()
-    facets = events.column("facets").to_pylist()
-    for row, payload in enumerate(events.column("payload").to_pylist()):
-        if (datasets[row] is None or facets[row] is None) and payload is not None:
-            try:
-                event = orjson.loads(payload)
-            except orjson.JSONDecodeError:
-                continue  # the merge rejects the row (its payload is not JSON)
-            if isinstance(event, dict):
-                datasets[row], facets[row] = graph_parts(event, payload)
-    events = events.set_column(
-        events.schema.get_field_index("datasets"), "datasets", pa.array(datasets, DATASETS)
-    )
-    return events.set_column(
-        events.schema.get_field_index("facets"), "facets", pa.array(facets, FACETS)
-    )
+def _as_schema_type(table: pa.Table, name: str) -> pa.ChunkedArray:
+    """A spool column as ``LINEAGE_EVENTS`` types it (the payload text as Arrow's JSON type: the
+    same buffers, not a copy)."""
+    column = table.column(name)
+    wanted = LINEAGE_EVENTS.field(name).type
+    return column if column.type == wanted else column.cast(wanted)
 
 
 def _add_spool_rejection(row: dict[str, Any], locator: str, out: _Output) -> None:

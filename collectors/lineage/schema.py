@@ -1,10 +1,10 @@
 """The Arrow schemas of the tables the lineage collector yields (its contract with the
 warehouse, ``warehouse/models/lineage.py``).
 
-Events are stored as received (less any facet dropped as too large, with a finding), with
-the datasets they name and their facets taken out once where the event is decoded anyway
-(``collectors.lineage.graph``): the warehouse normalises jobs, runs, datasets, versions,
-inputs/outputs and facets from those columns in set-based SQL, never parsing a payload twice.
+Events are stored as received (less any facet dropped as too large, with a finding), with the
+fields every step of the merge keys on (ids, time, kind, run and job) as columns; the warehouse
+parses each new payload once, in SQL, for the datasets it names and its facets
+(``warehouse/models/lineage_merge.sql``).
 """
 
 from __future__ import annotations
@@ -13,34 +13,6 @@ import pyarrow as pa
 
 TIMESTAMP = pa.timestamp("us")
 """Naive UTC."""
-
-DATASETS = pa.list_(
-    pa.struct(
-        [
-            ("item", pa.int32()),  # its number in the event, from 0
-            ("direction", pa.string()),  # 'INPUT' | 'OUTPUT' | 'DATASET'
-            ("namespace", pa.string()),
-            ("name", pa.string()),
-            ("version", pa.string()),  # the version facet's datasetVersion, else NULL
-        ]
-    )
-)
-"""The datasets an event names (``graph.graph_parts``)."""
-
-FACETS = pa.list_(
-    pa.struct(
-        [
-            ("place", pa.string()),  # 'run' | 'job' | 'dataset' | 'input' | 'output'
-            ("item", pa.int32()),  # the dataset's item (dataset, input, output), else NULL
-            ("name", pa.string()),  # the facet's key
-            ("deleted", pa.bool_()),  # {"_deleted": true}
-            ("start", pa.int32()),  # where its JSON text starts in the payload (0-based)
-            ("length", pa.int32()),  # and its length, in characters
-            ("facet", pa.string()),  # its JSON text, only where start is NULL
-        ]
-    )
-)
-"""An event's facets (``graph.graph_parts``)."""
 
 LINEAGE_EVENTS = pa.schema(
     [
@@ -55,10 +27,10 @@ LINEAGE_EVENTS = pa.schema(
         ("job_name", pa.string()),
         ("producer", pa.string()),
         ("schema_url", pa.string()),
-        ("payload", pa.string()),  # the event as JSON text
+        # the event as JSON text; Arrow's JSON type, which DuckDB stages as JSON without
+        # parsing it: the merge parses each new payload once (and rejects one that is not JSON)
+        ("payload", pa.json_()),
         ("findings", pa.list_(pa.string())),  # e.g. 'facet_too_large: run.facets.x'
-        ("datasets", DATASETS),
-        ("facets", FACETS),
         ("source_locator", pa.string()),  # spool file#line, or file path#line
     ]
 )

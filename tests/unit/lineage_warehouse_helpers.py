@@ -14,7 +14,6 @@ import duckdb
 import pyarrow as pa
 
 from collectors.lineage.events import event_id, parse_event_time
-from collectors.lineage.graph import graph_parts
 from collectors.lineage.schema import LINEAGE_EVENTS
 from warehouse import Warehouse, load_collection
 from warehouse.models.lineage import LINEAGE_MODEL, dataset_version_id, refresh_lineage
@@ -104,7 +103,6 @@ def event_row(event: dict[str, Any], *, received: datetime | None = None, text: 
     job = event.get("job") or {}
     run = event.get("run") or {}
     payload = text if text is not None else json.dumps(event)
-    datasets, facets = graph_parts(event, payload)
     return {
         "event_id": event_id(event),
         "received_at": (received or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None),
@@ -119,8 +117,6 @@ def event_row(event: dict[str, Any], *, received: datetime | None = None, text: 
         "schema_url": event["schemaURL"],
         "payload": payload,
         "findings": [],
-        "datasets": datasets,
-        "facets": facets,
         "source_locator": "test",
     }
 

@@ -178,24 +178,33 @@ def test_a_damaged_arrow_spool_file_is_rejected_whole_and_archived(
     assert [source for source, _ in stats.consumed] == [first, second]
 
 
-def test_spool_lines_from_before_the_graph_parts_get_them_from_their_payload(
+def test_spool_files_with_the_graph_columns_of_an_earlier_intake_load_the_same(
     tmp_path: Path, events: list[dict], now: datetime
 ) -> None:
-    # an intake of an earlier annex wrote lines without datasets and facets: the collection
-    # takes them out of the payload, the same as today's intake does
+    # an earlier intake took the datasets and facets out of each event into two more columns
+    # (Arrow files and JSON lines); the warehouse now parses the payload: they are ignored
     settings = make_settings(tmp_path)
     assert post(LineageIntake(settings.lineage), json.dumps(events[:4]).encode(), now) == 200
     [arrow] = (settings.lineage.spool_dir / "incoming").glob("*.arrow")
+    data = arrow.read_bytes()
     today, _, _ = collect(settings, now)
+    table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+    graph = pa.list_(pa.struct([("item", pa.int32()), ("name", pa.string())]))
+    extra = pa.array([[{"item": 0, "name": "x"}]] * table.num_rows, graph)
+    table = table.append_column("datasets", extra).append_column("facets", extra)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    arrow.write_bytes(sink.getvalue().to_pybytes())
+    earlier, rejected, _ = collect(settings, now)
+    assert rejected.num_rows == 0
+    assert earlier.drop_columns(["source_locator"]).equals(today.drop_columns(["source_locator"]))
     path = to_legacy_jsonl(arrow)
     lines = [json.loads(line) for line in path.read_bytes().splitlines()]
-    for line in lines[1:]:
-        del line["datasets"], line["facets"]
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    before, _, _ = collect(settings, now)
-    assert before.column("datasets").null_count == before.column("facets").null_count == 0
-    assert before.select(["datasets", "facets"]).equals(today.select(["datasets", "facets"]))
-    assert any(before.column("facets").to_pylist())
+    assert all("datasets" in line for line in lines)
+    legacy, rejected, _ = collect(settings, now)
+    assert rejected.num_rows == 0
+    assert legacy.column("payload").equals(today.column("payload"))
 
 
 def test_named_files_are_validated_line_by_line_and_never_moved(

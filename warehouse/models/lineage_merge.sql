@@ -6,12 +6,11 @@
 -- 2. New events: once per event_id (the content hash): a duplicate in the batch or one stored
 --    before changes nothing. Stored events are read only within this batch's eventTime range
 --    (a resent event has the same eventTime), so the check stays cheap on a year of events.
--- 3. The new events are normalised in set-based SQL from the graph parts the collector took
---    out of each payload (collectors/lineage/graph.py; the payload is never parsed here but to
---    check it is JSON): one row per dataset item (inputs, outputs, a dataset event's dataset)
---    with its version (the version facet's datasetVersion; else, for a run's output, the
---    runId; else NULL: the dataset's external, unversioned node), and one row per facet (run,
---    job, dataset version, input, output).
+-- 3. The new events are normalised in set-based SQL, each payload parsed once (json_transform
+--    into the datasets and facet maps; DuckDB's parser, on every core): one row per dataset item
+--    (inputs, outputs, a dataset event's dataset) with its version (the version facet's
+--    datasetVersion; else, for a run's output, the runId; else NULL: the dataset's external,
+--    unversioned node), and one row per facet (run, job, dataset version, input, output).
 --    An event whose run reads and writes the same version is rejected (reads_own_output).
 -- 4. Jobs, datasets, versions and run inputs/outputs are upserted by their keys (ON CONFLICT):
 --    first-seen times only move earlier, a version's producer is the run of its earliest
@@ -30,8 +29,8 @@
 -- (duplicates and latest facets are found by grouping narrow keys): that is what would cost.
 
 -- 1. -------------------------------------------------------------------------------------------
--- (payloads are not copied here: only the few rejected rows' are read back; json_valid parses
--- without building values)
+-- (payloads are not copied here: only the few rejected rows' are read back; a payload that is
+-- not a JSON object is found where it is parsed, in step 3)
 CREATE OR REPLACE TEMP TABLE lin_problems AS
 SELECT
     rowid AS staged_row,
@@ -43,8 +42,6 @@ SELECT
             THEN format('event_kind {} is not RunEvent, JobEvent or DatasetEvent',
                         coalesce(event_kind, 'NULL'))
         WHEN payload IS NULL THEN 'payload is missing'
-        WHEN NOT json_valid(payload) THEN 'the payload is not JSON'
-        WHEN datasets IS NULL OR facets IS NULL THEN 'its datasets and facets are missing'
         WHEN event_kind = 'RunEvent' AND run_id IS NULL THEN 'a RunEvent without run_id'
         WHEN event_kind IN ('RunEvent', 'JobEvent')
              AND (job_namespace IS NULL OR job_name IS NULL)
@@ -70,7 +67,7 @@ SET VARIABLE lin_time_hi = (SELECT max(event_time) FROM stage_lineage_events);
 
 CREATE OR REPLACE TEMP TABLE lin_new AS
 SELECT s.rowid AS staged_row, s.event_id, s.event_time, s.event_kind, s.event_type, s.run_id,
-       s.job_namespace, s.job_name, s.source_locator, s.datasets
+       s.job_namespace, s.job_name, s.source_locator
 FROM stage_lineage_events AS s
 WHERE s.rowid NOT IN (SELECT staged_row FROM lin_problems)
   -- twice in the batch: the first staged (narrow keys grouped, the payloads never sorted)
@@ -83,6 +80,41 @@ WHERE s.rowid NOT IN (SELECT staged_row FROM lin_problems)
   );
 
 -- 3. -------------------------------------------------------------------------------------------
+-- The graph parts of the new events: their payloads parsed once, into the datasets they name
+-- (inputs, outputs, a dataset event's dataset) and the facet maps (each facet's JSON text as
+-- sent: numbers keep their spelling). A shape the schema would refuse (a collector bug) gives
+-- NULL there, never an error: json_transform is not strict.
+CREATE OR REPLACE TEMP TABLE lin_graph AS
+SELECT
+    rowid AS staged_row,
+    TRY(json_transform(payload, '{
+        "run": {"facets": "MAP(VARCHAR, JSON)"},
+        "job": {"facets": "MAP(VARCHAR, JSON)"},
+        "inputs": [{"namespace": "VARCHAR", "name": "VARCHAR", "facets": "MAP(VARCHAR, JSON)",
+                    "inputFacets": "MAP(VARCHAR, JSON)"}],
+        "outputs": [{"namespace": "VARCHAR", "name": "VARCHAR", "facets": "MAP(VARCHAR, JSON)",
+                     "outputFacets": "MAP(VARCHAR, JSON)"}],
+        "dataset": {"namespace": "VARCHAR", "name": "VARCHAR", "facets": "MAP(VARCHAR, JSON)"}
+    }')) AS g
+FROM stage_lineage_events
+WHERE rowid IN (SELECT staged_row FROM lin_new);
+
+-- A payload that is not a JSON object (a collector bug: the intake parsed and validated it)
+-- parses to NULL under TRY: rejected, the rest of the batch goes on.
+INSERT INTO stage_rejected (locator, reason_code, message, raw)
+SELECT
+    coalesce(s.source_locator, 'lineage event'),
+    'invalid_lineage_event',
+    format('event {}: the payload is not a JSON object; the collector broke its output contract',
+           coalesce(s.event_id, '?')),
+    encode(s.payload)
+FROM lin_graph AS g
+JOIN stage_lineage_events AS s ON s.rowid = g.staged_row
+WHERE g.g IS NULL;
+
+DELETE FROM lin_new WHERE staged_row IN (SELECT staged_row FROM lin_graph WHERE g IS NULL);
+DELETE FROM lin_graph WHERE g IS NULL;
+
 CREATE OR REPLACE TEMP TABLE lin_parsed AS
 SELECT
     event_id,
@@ -95,39 +127,76 @@ SELECT
     CASE WHEN job_name IS NOT NULL THEN md5(job_namespace || chr(31) || job_name) END AS job_id
 FROM lin_new;
 
+-- One row per dataset item, numbered from 0 in the event (inputs, outputs, then the dataset),
+-- with its version: the version facet's datasetVersion; else, for a run's output, the runId;
+-- else NULL, the dataset's external, unversioned node. Its facet maps come along for the
+-- facet rows below.
 CREATE OR REPLACE TEMP TABLE lin_items AS
-WITH items AS (
-    SELECT staged_row, event_id, event_time, event_kind, run_id, unnest(datasets) AS d
-    FROM lin_new
+WITH listed AS (
+    SELECT staged_row, 'INPUT' AS direction, unnest(g.inputs) AS d,
+           generate_subscripts(g.inputs, 1) - 1 AS item
+    FROM lin_graph
+    UNION ALL
+    SELECT staged_row, 'OUTPUT', unnest(g.outputs),
+           coalesce(len(g.inputs), 0) + generate_subscripts(g.outputs, 1) - 1
+    FROM lin_graph
+),
+items AS (
+    SELECT staged_row, direction, item, d.namespace AS namespace, d.name AS name,
+           d.facets AS facets,
+           CASE direction WHEN 'INPUT' THEN d.inputFacets ELSE d.outputFacets END AS io_facets
+    FROM listed
+    UNION ALL
+    SELECT staged_row, 'DATASET', coalesce(len(g.inputs), 0) + coalesce(len(g.outputs), 0),
+           g.dataset.namespace, g.dataset.name, g.dataset.facets, NULL
+    FROM lin_graph
+    WHERE g.dataset IS NOT NULL
 ),
 versioned AS (
     SELECT
-        staged_row,
-        event_id,
-        event_time,
-        event_kind,
-        run_id,
-        d.item AS item,
-        d.direction AS direction,
-        d.namespace AS namespace,
-        d.name AS name,
-        CASE
-            WHEN d.version IS NOT NULL THEN d.version
-            WHEN d.direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN run_id
-        END AS version,
-        CASE
-            WHEN d.version IS NOT NULL THEN 'facet'
-            WHEN d.direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN 'run'
-            ELSE 'none'
-        END AS version_source
-    FROM items
-    WHERE d.namespace IS NOT NULL AND d.name IS NOT NULL
+        i.staged_row,
+        n.event_id,
+        n.event_time,
+        n.event_kind,
+        n.run_id,
+        i.item,
+        i.direction,
+        i.namespace,
+        i.name,
+        i.facets,
+        i.io_facets,
+        i.facets['version'] ->> '$.datasetVersion' AS facet_version
+    FROM items AS i
+    JOIN lin_new AS n ON n.staged_row = i.staged_row
+    WHERE i.namespace IS NOT NULL AND i.name IS NOT NULL
 )
 SELECT
-    *,
+    staged_row,
+    event_id,
+    event_time,
+    event_kind,
+    run_id,
+    item,
+    direction,
+    namespace,
+    name,
+    CASE
+        WHEN facet_version IS NOT NULL THEN facet_version
+        WHEN direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN run_id
+    END AS version,
+    CASE
+        WHEN facet_version IS NOT NULL THEN 'facet'
+        WHEN direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN 'run'
+        ELSE 'none'
+    END AS version_source,
     md5(namespace || chr(31) || name) AS dataset_id,
-    md5(namespace || chr(31) || name || chr(31) || coalesce(version, chr(30)))
-        AS dataset_version_id
+    md5(namespace || chr(31) || name || chr(31) || coalesce(
+        CASE
+            WHEN facet_version IS NOT NULL THEN facet_version
+            WHEN direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN run_id
+        END, chr(30))) AS dataset_version_id,
+    facets,
+    io_facets
 FROM versioned;
 
 -- A dataset listed twice on one side of an event: once (grouping the narrow keys, not sorting
@@ -163,54 +232,6 @@ DELETE FROM lin_new WHERE event_id IN (SELECT event_id FROM lin_loops);
 DELETE FROM lin_parsed WHERE event_id IN (SELECT event_id FROM lin_loops);
 DELETE FROM lin_items WHERE event_id IN (SELECT event_id FROM lin_loops);
 
--- The facets of what is left: each cut out of its staged payload (collectors/lineage/graph.py),
--- so no JSON is parsed or carried twice, before the join, which then moves no payload.
-CREATE OR REPLACE TEMP TABLE lin_facet_rows AS
-WITH entries AS (
-    SELECT
-        staged_row,
-        event_id,
-        event_time,
-        event_kind,
-        run_id,
-        job_name,
-        job_namespace,
-        f.place AS place,
-        f.item AS item,
-        f.name AS facet_name,
-        f.deleted AS deleted,
-        coalesce(f.facet, substring(payload, f.start + 1, f.length)) AS facet
-    FROM (
-        SELECT rowid AS staged_row, event_id, event_time, event_kind, run_id, job_name,
-               job_namespace, payload, unnest(facets) AS f
-        FROM stage_lineage_events
-        WHERE rowid IN (SELECT staged_row FROM lin_new)
-    )
-)
-SELECT
-    e.place AS entity_kind,
-    CASE e.place
-        WHEN 'run' THEN e.run_id
-        WHEN 'job' THEN md5(e.job_namespace || chr(31) || e.job_name)
-        WHEN 'dataset' THEN i.dataset_version_id
-        ELSE e.run_id || '/' || i.dataset_version_id
-    END AS entity_id,
-    e.facet_name,
-    e.event_id,
-    e.event_time,
-    e.deleted,
-    CAST(e.facet AS JSON) AS facet,
-    CASE WHEN e.place IN ('run', 'input', 'output') THEN e.run_id END AS run_id,
-    i.dataset_version_id
-FROM entries AS e
--- (joined by the staged row, a number, not by the event_id text)
-LEFT JOIN lin_items AS i ON i.staged_row = e.staged_row AND i.item = e.item
-WHERE (e.place = 'run' AND e.event_kind = 'RunEvent')
-   OR (e.place = 'job' AND e.job_name IS NOT NULL)
-   OR (e.place = 'dataset' AND i.dataset_version_id IS NOT NULL)
-   OR (e.place IN ('input', 'output') AND i.dataset_version_id IS NOT NULL
-       AND e.run_id IS NOT NULL);
-
 -- lin_new holds each event_id once and none stored before (step 2): no ON CONFLICT, whose
 -- check of the batch against itself would group the wide rows.
 INSERT INTO core.lineage_events
@@ -223,8 +244,6 @@ SELECT
     CAST(event_time AS DATE), getvariable('collection_id'), getvariable('collected_at')
 FROM stage_lineage_events
 WHERE rowid IN (SELECT staged_row FROM lin_new);
-
-DROP TABLE lin_new;
 
 -- 4. -------------------------------------------------------------------------------------------
 INSERT INTO core.lineage_jobs (job_id, namespace, name, first_event_time, last_event_time)
@@ -246,13 +265,12 @@ ON CONFLICT (dataset_id) DO UPDATE SET
 INSERT INTO core.lineage_dataset_versions
     (dataset_version_id, dataset_id, namespace, name, version, version_source,
      produced_by_run_id, produced_at, created_at)
-WITH producers AS (
-    SELECT dataset_version_id, run_id, event_time
+WITH producers AS (  -- (aggregates over the narrow keys, not a window: nothing is sorted)
+    SELECT dataset_version_id, arg_min(run_id, (event_time, run_id)) AS run_id,
+           min(event_time) AS event_time
     FROM lin_items
     WHERE direction = 'OUTPUT' AND run_id IS NOT NULL
-    QUALIFY row_number() OVER (
-        PARTITION BY dataset_version_id ORDER BY event_time, run_id
-    ) = 1
+    GROUP BY dataset_version_id
 )
 SELECT
     i.dataset_version_id,
@@ -284,13 +302,11 @@ ON CONFLICT (dataset_version_id) DO UPDATE SET
 
 INSERT INTO core.lineage_run_io
     (run_id, dataset_version_id, direction, first_event_time, first_event_id, collection_id)
-SELECT run_id, dataset_version_id, direction, event_time, event_id,
-       getvariable('collection_id')
+SELECT run_id, dataset_version_id, direction, min(event_time),
+       arg_min(event_id, (event_time, event_id)), getvariable('collection_id')
 FROM lin_items
 WHERE event_kind = 'RunEvent' AND direction IN ('INPUT', 'OUTPUT')
-QUALIFY row_number() OVER (
-    PARTITION BY run_id, dataset_version_id, direction ORDER BY event_time, event_id
-) = 1
+GROUP BY run_id, dataset_version_id, direction
 ON CONFLICT (run_id, dataset_version_id, direction) DO UPDATE SET
     first_event_time = CASE WHEN excluded.first_event_time < first_event_time
         THEN excluded.first_event_time ELSE first_event_time END,
@@ -298,25 +314,72 @@ ON CONFLICT (run_id, dataset_version_id, direction) DO UPDATE SET
         THEN excluded.first_event_id ELSE first_event_id END;
 
 -- 5. -------------------------------------------------------------------------------------------
+-- The facets of the new events, one row per entity, facet name and event: run facets of run
+-- events, job facets of events with a job, a dataset version's facets and a run's input and
+-- output facets. Their text is the parsed payload's (already JSON: nothing is parsed again).
+-- They go straight into core (no temp copy of the facets' text).
 INSERT INTO core.lineage_facets
     (entity_kind, entity_id, facet_name, event_id, event_time, deleted, facet, run_id,
      dataset_version_id, day, collection_id)
-SELECT entity_kind, entity_id, facet_name, event_id, event_time, deleted, facet, run_id,
-       dataset_version_id, CAST(event_time AS DATE), getvariable('collection_id')
-FROM lin_facet_rows;
+WITH entries AS (
+    SELECT n.event_id, n.event_time, 'run' AS entity_kind, n.run_id AS entity_id,
+           n.run_id, NULL AS dataset_version_id, unnest(map_entries(g.g.run.facets)) AS f
+    FROM lin_graph AS g
+    JOIN lin_new AS n ON n.staged_row = g.staged_row
+    WHERE n.event_kind = 'RunEvent'
+    UNION ALL
+    SELECT n.event_id, n.event_time, 'job', md5(n.job_namespace || chr(31) || n.job_name),
+           NULL, NULL, unnest(map_entries(g.g.job.facets))
+    FROM lin_graph AS g
+    JOIN lin_new AS n ON n.staged_row = g.staged_row
+    WHERE n.job_name IS NOT NULL
+    UNION ALL
+    SELECT event_id, event_time, 'dataset', dataset_version_id, NULL, dataset_version_id,
+           unnest(map_entries(facets))
+    FROM lin_items
+    UNION ALL
+    SELECT event_id, event_time, lower(direction), run_id || '/' || dataset_version_id, run_id,
+           dataset_version_id, unnest(map_entries(io_facets))
+    FROM lin_items
+    WHERE direction IN ('INPUT', 'OUTPUT') AND run_id IS NOT NULL
+)
+SELECT
+    entity_kind,
+    entity_id,
+    f.key,
+    event_id,
+    event_time,
+    -- {"_deleted": true}: the text test first, so only such facets are parsed
+    coalesce(contains(f.value, '"_deleted"') AND json_type(f.value) = 'OBJECT'
+             AND json_extract(f.value, '$._deleted') = 'true'::JSON, false),
+    f.value,
+    run_id,
+    dataset_version_id,
+    CAST(event_time AS DATE),
+    getvariable('collection_id')
+FROM entries;
+
+DROP TABLE lin_graph;
+DROP TABLE lin_new;
 
 -- The batch's latest facet per entity and facet name, by (eventTime, event_id): one aggregate
--- over the narrow keys (not a window over the wide rows: sorting the facets' JSON is what
--- would cost), then merged into the heads by a join (no index to maintain): a stored head is
--- replaced only by a newer one.
+-- over the narrow keys of this collection's rows (not a window over the wide rows: sorting the
+-- facets' JSON is what would cost), then merged into the heads by a join (no index to
+-- maintain): a stored head is replaced only by a newer one.
 CREATE OR REPLACE TEMP TABLE lin_facet_latest AS
-SELECT *
-FROM lin_facet_rows
-WHERE rowid IN (
-    SELECT arg_max(rowid, (event_time, event_id))
-    FROM lin_facet_rows
+WITH latest AS (
+    SELECT entity_kind, entity_id, facet_name, arg_max(event_id, (event_time, event_id)) AS event_id
+    FROM core.lineage_facets
+    WHERE collection_id = getvariable('collection_id')
     GROUP BY entity_kind, entity_id, facet_name
-);
+)
+SELECT f.entity_kind, f.entity_id, f.facet_name, f.event_id, f.event_time, f.deleted, f.facet,
+       f.run_id, f.dataset_version_id
+FROM core.lineage_facets AS f
+JOIN latest AS l
+    ON l.entity_kind = f.entity_kind AND l.entity_id = f.entity_id
+    AND l.facet_name = f.facet_name AND l.event_id = f.event_id
+WHERE f.collection_id = getvariable('collection_id');
 
 MERGE INTO core.lineage_facet_heads AS h
 USING lin_facet_latest AS n
@@ -350,7 +413,7 @@ FROM (
     WHERE v.dataset_id IN (
         SELECT dataset_id FROM lin_items
         WHERE dataset_version_id IN (
-            SELECT entity_id FROM lin_facet_rows
+            SELECT entity_id FROM lin_facet_latest
             WHERE entity_kind = 'dataset' AND facet_name = 'datasetType'
         )
     )

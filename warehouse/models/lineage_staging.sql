@@ -14,11 +14,7 @@ CREATE TEMP TABLE stage_lineage_events (
     job_name VARCHAR,
     producer VARCHAR,
     schema_url VARCHAR,
-    payload VARCHAR,
+    payload JSON,  -- staged from Arrow's JSON type as is: the merge parses it (step 3)
     findings VARCHAR[],
-    datasets STRUCT(item INTEGER, direction VARCHAR, namespace VARCHAR, name VARCHAR,
-                    version VARCHAR)[],
-    facets STRUCT(place VARCHAR, item INTEGER, name VARCHAR, deleted BOOLEAN, "start" INTEGER,
-                  length INTEGER, facet VARCHAR)[],
     source_locator VARCHAR
 );

@@ -1,0 +1,152 @@
+"""The merge parses each new payload once (json_transform) for the datasets it names and its
+facets: every facet lands in core.lineage_facets with its place, entity, deletion flag and
+JSON text as sent; shapes the schema would refuse (a collector bug) drop out, never abort."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from lineage_warehouse_helpers import event_row, load_rows, query, run_id
+
+from annex.settings import WarehouseSettings
+from warehouse import Warehouse
+from warehouse.models.lineage import dataset_version_id, job_id
+
+RUN = run_id("extraction")
+EVENT = {
+    "eventType": "COMPLETE",
+    "eventTime": "2026-11-02T08:10:00Z",
+    "run": {
+        "runId": RUN,
+        "facets": {"annex_trainingRun": {"stage": "PRETRAINING", "modelName": "m"}},
+    },
+    "job": {"namespace": "ns", "name": "train", "facets": {"jobType": {"jobType": "JOB"}}},
+    "inputs": [
+        {
+            "namespace": "hf://datasets",
+            "name": "wiki — ünïcode ✓",
+            "facets": {
+                "version": {"datasetVersion": "v1"},
+                "annex_licensing": {"licenses": [{"spdxId": "CC-BY-SA-4.0"}], "note": "é\n"},
+            },
+            # numbers keep their spelling: 1.0e9 as sent, not re-spelled
+            "inputFacets": {"annex_trainingUsage": {"tokensConsumed": 1.0e9, "share": 0.1}},
+        },
+        {"namespace": "s3://b", "name": "same", "facets": {"annex_licensing": {"x": 1}}},
+        "not an object",
+        {"namespace": "s3://b", "name": "twice", "facets": {"annex_licensing": {"x": 1}}},
+    ],
+    "outputs": [
+        {
+            "namespace": "models",
+            "name": "m",
+            "facets": {"datasetType": {"datasetType": "MODEL"}, "gone": {"_deleted": True}},
+            "outputFacets": {"outputStatistics": {"rowCount": 3, "_deleted": "no"}},
+        }
+    ],
+    "producer": "https://example.com/p",
+    "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+}
+
+
+@pytest.fixture
+def wh(tmp_path: Path) -> Warehouse:
+    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
+
+
+def _facets(wh: Warehouse) -> list[tuple]:
+    return query(
+        wh,
+        "SELECT entity_kind, entity_id, facet_name, deleted, facet, run_id, dataset_version_id "
+        "FROM core.lineage_facets ORDER BY entity_kind, entity_id, facet_name",
+    )
+
+
+def test_every_facet_with_its_entity_deletion_and_text(wh: Warehouse) -> None:
+    payload = orjson.dumps(EVENT).decode()
+    assert load_rows(wh, [event_row(EVENT, text=payload)]).rejected_count == 0
+    wiki = dataset_version_id("hf://datasets", "wiki — ünïcode ✓", "v1")
+    same = dataset_version_id("s3://b", "same", None)
+    twice = dataset_version_id("s3://b", "twice", None)
+    model = dataset_version_id("models", "m", RUN)  # a run's output: the run's version
+    ins = EVENT["inputs"]
+    expected = {
+        ("run", RUN, "annex_trainingRun", False, RUN, None),
+        ("job", job_id("ns", "train"), "jobType", False, None, None),
+        ("dataset", wiki, "version", False, None, wiki),
+        ("dataset", wiki, "annex_licensing", False, None, wiki),
+        ("input", f"{RUN}/{wiki}", "annex_trainingUsage", False, RUN, wiki),
+        ("dataset", same, "annex_licensing", False, None, same),
+        ("dataset", twice, "annex_licensing", False, None, twice),
+        ("dataset", model, "datasetType", False, None, model),
+        ("dataset", model, "gone", True, None, model),
+        ("output", f"{RUN}/{model}", "outputStatistics", False, RUN, model),
+    }
+    rows = _facets(wh)
+    assert {(k, e, n, d, r, v) for k, e, n, d, r, v in ((*r[:4], *r[5:]) for r in rows)} == (
+        expected
+    )
+    assert len(rows) == len(expected)
+    text = {(r[0], r[1], r[2]): r[4] for r in rows}
+    # the JSON text as sent (non-ASCII, escapes, number spelling kept), not re-encoded
+    usage = text[("input", f"{RUN}/{wiki}", "annex_trainingUsage")]
+    assert usage == orjson.dumps(ins[0]["inputFacets"]["annex_trainingUsage"]).decode()
+    assert '"tokensConsumed":1000000000.0' in usage
+    assert (
+        json.loads(text[("dataset", wiki, "annex_licensing")])
+        == ins[0]["facets"]["annex_licensing"]
+    )
+    assert query(
+        wh,
+        "SELECT name, version, version_source FROM core.lineage_dataset_versions ORDER BY name",
+    ) == [
+        ("m", RUN, "run"),
+        ("same", None, "none"),
+        ("twice", None, "none"),
+        ("wiki — ünïcode ✓", "v1", "facet"),
+    ]
+    assert sorted(query(wh, "SELECT direction, count(*) FROM core.lineage_run_io GROUP BY 1")) == [
+        ("INPUT", 3),
+        ("OUTPUT", 1),
+    ]
+
+
+def test_a_payload_with_other_whitespace_gives_the_same_facets(wh: Warehouse, tmp_path) -> None:
+    other = Warehouse(WarehouseSettings(path=tmp_path / "o.duckdb", lock_timeout_seconds=5))
+    load_rows(wh, [event_row(EVENT, text=orjson.dumps(EVENT).decode())])
+    load_rows(other, [event_row(EVENT, text=json.dumps(EVENT, indent=2))])
+    compact = [(*r[:4], json.loads(r[4]), *r[5:]) for r in _facets(wh)]
+    indented = [(*r[:4], json.loads(r[4]), *r[5:]) for r in _facets(other)]
+    assert compact == indented and len(compact) == 10
+
+
+@pytest.mark.parametrize(
+    ("shape", "versions", "facets"),
+    [
+        ({"inputs": "not a list"}, 0, 1),
+        ({"run": {"runId": RUN, "facets": ["not", "an", "object"]}}, 0, 1),
+        ({"inputs": [{"namespace": "n", "name": None, "facets": {"a": {}}}]}, 0, 1),
+        ({"inputs": [{"namespace": 7, "name": "d", "facets": {"a": {}}}]}, 1, 2),
+    ],
+)
+def test_odd_shapes_drop_out_without_aborting(
+    wh: Warehouse, shape: dict, versions: int, facets: int
+) -> None:
+    event = {
+        "eventType": "START",
+        "eventTime": "2026-11-02T08:10:00Z",
+        "run": {"runId": RUN, "facets": {}},
+        "job": {"namespace": "ns", "name": "j", "facets": {"jobType": {"jobType": "JOB"}}},
+        "producer": "https://example.com/p",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        **shape,
+    }
+    result = load_rows(wh, [event_row(event, text=json.dumps(event))])
+    assert (result.status, result.rejected_count) == ("succeeded", 0)
+    assert query(wh, "SELECT count(*) FROM core.lineage_dataset_versions")[0][0] == versions
+    assert query(wh, "SELECT count(*) FROM core.lineage_facets")[0][0] == facets
+    if versions:  # a number where a string belongs: its JSON text, as the schema never lets in
+        assert query(wh, "SELECT namespace FROM core.lineage_datasets") == [("7",)]
