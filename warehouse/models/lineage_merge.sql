@@ -349,9 +349,12 @@ SELECT
     f.key,
     event_id,
     event_time,
-    -- {"_deleted": true}: the text test first, so only such facets are parsed
-    coalesce(contains(f.value, '"_deleted"') AND json_type(f.value) = 'OBJECT'
-             AND json_extract(f.value, '$._deleted') = 'true'::JSON, false),
+    -- {"_deleted": true}: the text test first, so only such facets are parsed (a CASE: an
+    -- AND would parse every facet)
+    CASE WHEN contains(f.value, '"_deleted"')
+        THEN coalesce(json_extract(f.value, '$._deleted') = 'true'::JSON, false)
+        ELSE false
+    END,
     f.value,
     run_id,
     dataset_version_id,
