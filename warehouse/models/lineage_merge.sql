@@ -1,8 +1,8 @@
 -- Merge of one lineage collection (runs in the collection's transaction, after staging).
 --
--- 1. Rows the warehouse cannot key (no event_id or event_time, an unknown event_kind, a
---    payload that is not JSON, a RunEvent without run_id or job) go to
---    stage_rejected: a collector bug never aborts the good rows.
+-- 1. Rows the warehouse cannot key (no event_id or event_time, an unknown event_kind, no
+--    payload, a RunEvent without run_id or job; a payload that is not JSON, in step 3, where
+--    it is parsed) go to stage_rejected: a collector bug never aborts the good rows.
 -- 2. New events: once per event_id (the content hash): a duplicate in the batch or one stored
 --    before changes nothing. Stored events are read only within this batch's eventTime range
 --    (a resent event has the same eventTime), so the check stays cheap on a year of events.
@@ -30,7 +30,7 @@
 
 -- 1. -------------------------------------------------------------------------------------------
 -- (payloads are not copied here: only the few rejected rows' are read back; a payload that is
--- not a JSON object is found where it is parsed, in step 3)
+-- not JSON is found where it is parsed, in step 3)
 CREATE OR REPLACE TEMP TABLE lin_problems AS
 SELECT
     rowid AS staged_row,
@@ -99,13 +99,13 @@ SELECT
 FROM stage_lineage_events
 WHERE rowid IN (SELECT staged_row FROM lin_new);
 
--- A payload that is not a JSON object (a collector bug: the intake parsed and validated it)
--- parses to NULL under TRY: rejected, the rest of the batch goes on.
+-- A payload that is not JSON (a collector bug: the intake parsed and validated it) parses to
+-- NULL under TRY: rejected, the rest of the batch goes on.
 INSERT INTO stage_rejected (locator, reason_code, message, raw)
 SELECT
     coalesce(s.source_locator, 'lineage event'),
     'invalid_lineage_event',
-    format('event {}: the payload is not a JSON object; the collector broke its output contract',
+    format('event {}: the payload is not JSON; the collector broke its output contract',
            coalesce(s.event_id, '?')),
     encode(s.payload)
 FROM lin_graph AS g
