@@ -25,6 +25,25 @@ class Finding:
             raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
 
 
+@dataclass(frozen=True)
+class RequiredField:
+    """One field a compliance document requires: the part of the document it belongs to (a
+    template section, a documentation part), the point requiring it, the value or a gap
+    (``None``), where the value comes from (or should), and what to do when it is a gap. A gap
+    is shown as one, never left out: absence is never compliance."""
+
+    part: str
+    ref: str
+    label: str
+    value: str | None
+    source: str
+    remedy: str = ""
+
+    @property
+    def gap(self) -> bool:
+        return self.value is None
+
+
 def no_successful_collection(source: dict, consequence: str, remediation: str) -> Finding:
     """The finding for an evidence source with no successful collection in the period (a row
     of ``coverage_sources``): what it means for this report, and what to do."""

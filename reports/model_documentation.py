@@ -29,6 +29,7 @@ from annex.compute import flop
 from annex.model_registry import DOCUMENTATION_FIELDS, ModelEntry
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.errors import ReportError
+from reports.findings import RequiredField
 from reports.training_summary import QUERIES as SUMMARY_QUERIES
 from reports.training_summary import simulated_notice
 
@@ -195,23 +196,6 @@ PARTS = {
 
 
 @dataclass(frozen=True)
-class DocumentField:
-    """One required field of an edition: where it belongs, what requires it, the value or a
-    gap, where the value comes from (or should), and what to do when it is a gap."""
-
-    part: str
-    ref: str
-    label: str
-    value: str | None
-    source: str
-    remedy: str = ""
-
-    @property
-    def gap(self) -> bool:
-        return self.value is None
-
-
-@dataclass(frozen=True)
 class Fact:
     """One fact of the fact base and the point requiring it in each edition that shows it."""
 
@@ -222,10 +206,10 @@ class Fact:
     remedy: str
     refs: Mapping[str, str] = field(default_factory=dict)
 
-    def in_edition(self, edition: str) -> DocumentField | None:
+    def in_edition(self, edition: str) -> RequiredField | None:
         if edition not in self.refs:
             return None
-        return DocumentField(
+        return RequiredField(
             self.part, self.refs[edition], self.label, self.value, self.source, self.remedy
         )
 

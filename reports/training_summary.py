@@ -17,11 +17,11 @@ displace the release. Every checkpoint is listed in 1.2 and attached.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.errors import ReportError
+from reports.findings import RequiredField
 
 Row = dict[str, Any]
 
@@ -181,21 +181,11 @@ SUBSECTIONS = (
 IN_METADATA = "the model metadata file"
 
 
-@dataclass(frozen=True)
-class TemplateField:
-    """One required field of the template: its section, what it is, the value or a gap."""
-
-    section: str
-    label: str
-    value: str | None
-    source: str
-    """Where the value comes from, or where it should (for a gap)."""
-    remedy: str = ""
-    """What to do when it is a gap."""
-
-    @property
-    def gap(self) -> bool:
-        return self.value is None
+def template_field(
+    section: str, label: str, value: str | None, source: str, remedy: str = ""
+) -> RequiredField:
+    """A field of the template: its section is both where it belongs and what requires it."""
+    return RequiredField(section, section, label, value, source, remedy)
 
 
 def build(evidence: Evidence) -> dict[str, Any]:
@@ -356,26 +346,26 @@ def _fields(
     measures: dict[str, list[Row]],
     languages: list[str],
     collected: list[Any],
-) -> list[TemplateField]:
+) -> list[RequiredField]:
     """The template's required fields, filled from the evidence or the metadata file."""
     add_file = f"add it to the model's metadata file ({model.path if model else model_name})"
     lineage = "OpenLineage (marts.lineage_eu_*)"
     fields = [
-        TemplateField(
+        template_field(
             "1.1",
             "Provider name",
             model.provider if model else None,
             IN_METADATA,
             "Write the model's metadata file (annex/model_registry.py lists its fields)",
         ),
-        TemplateField(
+        template_field(
             "1.1",
             "Provider contact details",
             model.contact if model else None,
             IN_METADATA,
             f"Set contact: {add_file}",
         ),
-        TemplateField(
+        template_field(
             "1.2",
             "Versioned model name(s)",
             ", ".join(f"{model_name} {v}" for v in model.versions)
@@ -384,7 +374,7 @@ def _fields(
             IN_METADATA,
             f"List the versions placed on the market under versions: {add_file}",
         ),
-        TemplateField(
+        template_field(
             "1.2",
             "Model dependencies (base models)",
             (", ".join(model.base_models) or "none: not a modification of another model")
@@ -393,21 +383,21 @@ def _fields(
             IN_METADATA,
             "List base models under base_models",
         ),
-        TemplateField(
+        template_field(
             "1.2",
             "Date placed on the EU market",
             model.eu_market_date.isoformat() if model and model.eu_market_date else None,
             IN_METADATA,
             f"Set eu_market_date: {add_file}",
         ),
-        TemplateField(
+        template_field(
             "1.3",
             "Modalities",
             ", ".join(model.input_modalities) if model else None,
             IN_METADATA,
             "List the input modalities under modalities",
         ),
-        TemplateField(
+        template_field(
             "1.3",
             "Training data checkpoint described",
             f"{chosen['name']} (version {chosen['version'] or 'none'})" if chosen else None,
@@ -426,7 +416,7 @@ def _fields(
         else:
             value = None
         fields.append(
-            TemplateField(
+            template_field(
                 "1.3",
                 f"Training data size ({(row['modality'] or 'any modality').lower()})",
                 value,
@@ -436,14 +426,14 @@ def _fields(
             )
         )
     fields += [
-        TemplateField(
+        template_field(
             "1.3",
             "Latest data-collection date",
             max(collected).strftime("%m/%Y") if collected else None,
             lineage,
             "Set annex_content.latestCollectionDate on the sources",
         ),
-        TemplateField(
+        template_field(
             "1.3",
             "Linguistic characteristics",
             ", ".join(languages) if languages else None,
@@ -453,7 +443,7 @@ def _fields(
     ]
     unknown = [r for r in sources if r["section"] is None]
     fields.append(
-        TemplateField(
+        template_field(
             "2",
             "Category of every source",
             "every source has one" if sources and not unknown else None,
@@ -468,7 +458,7 @@ def _fields(
             continue
         missing = [r["name"] for r in sub["rows"] if not r["modality"]]
         fields.append(
-            TemplateField(
+            template_field(
                 sub["number"],
                 f"Modalities of {sub['title'].lower()}",
                 None if missing else sub["modalities"],
@@ -480,7 +470,7 @@ def _fields(
     if licensed:
         unlicensed = [r["name"] for r in licensed if not r["licensor"] and not r["spdx_expression"]]
         fields.append(
-            TemplateField(
+            template_field(
                 "2.2.1",
                 "Licences of the licensed datasets",
                 None if unlicensed else "stated for every licensed dataset",
@@ -491,7 +481,7 @@ def _fields(
     crawled = [r for r in sources if r["section"] == "2.3"]
     if crawled:
         fields.append(
-            TemplateField(
+            template_field(
                 "2.3",
                 "Crawler names",
                 ", ".join(sorted(c["crawler_name"] for c in crawlers if c["crawler_name"])) or None,
@@ -501,7 +491,7 @@ def _fields(
         )
         periods = [c for c in crawlers if c["collection_start"] and c["collection_end"]]
         fields.append(
-            TemplateField(
+            template_field(
                 "2.3",
                 "Collection period",
                 f"{min(c['collection_start'] for c in periods)} to "
@@ -513,7 +503,7 @@ def _fields(
             )
         )
         fields.append(
-            TemplateField(
+            template_field(
                 "2.3",
                 "Top domain names by share of content",
                 f"top {len(domains)} of {domains[0]['domains']} domains" if domains else None,
@@ -522,7 +512,7 @@ def _fields(
             )
         )
         fields.append(
-            TemplateField(
+            template_field(
                 "3.1",
                 "Opt-out (TDM reservation) protocols honoured",
                 "stated by the crawlers" if measures.get("tdm_opt_out") else None,
@@ -538,7 +528,7 @@ def _fields(
             and not (s["generator_checkpoints"] or "").strip()
         ]
         fields.append(
-            TemplateField(
+            template_field(
                 "2.5",
                 "Models that generated the synthetic data",
                 None if anonymous else "named for every synthetic dataset",
@@ -547,7 +537,7 @@ def _fields(
             )
         )
     fields += [
-        TemplateField(
+        template_field(
             "3.1",
             "Signatory of the Code of Practice (copyright chapter)",
             None
@@ -556,7 +546,7 @@ def _fields(
             IN_METADATA,
             "Set code_of_practice_signatory (true or false) in the model's metadata file",
         ),
-        TemplateField(
+        template_field(
             "3.2",
             "Measures to remove illegal content",
             ", ".join(sorted({m["measure"] for m in measures.get("illegal_content", [])})) or None,
