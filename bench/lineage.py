@@ -299,7 +299,8 @@ def run_annex(
     wh.publish()
     refresh_seconds = time.perf_counter() - refresh_started
     total = time.perf_counter() - started
-    cpu = process_cpu() - cpu_started  # the validating processes are joined: theirs counts
+    # the validating processes are joined by now: their CPU counts, their start-up included
+    cpu = process_cpu() - cpu_started
     closure = _closure_times(wh)
     spool = sum(p.stat().st_size for p in (folder / "lineage").rglob("*.arrow"))
     return {
