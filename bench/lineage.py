@@ -25,8 +25,10 @@ times are new, its facets the same). They are written as JSON lines, then loaded
            published warehouse; the CPU seconds of every annex process (server, collections,
            validating processes, producers) are reported too.
 
-The anchor is the median of ``--anchor-runs`` loads (3): one load's time varies with the disk
-and the hypervisor, by up to 2x here.
+The anchor is the median of ``--anchor-runs`` loads (4): half of them before annex's run and
+half after it, because this machine's speed drifts by up to 1.5x within minutes (the same
+validation took 174 and 264 CPU µs per event twenty minutes apart) and one load's time varies
+by up to 2x: loads on both sides of annex's run put the anchor under the same conditions.
 
 Also timed: the upstream closure of the model checkpoint with the most upstream versions,
 through the ``marts.lineage_upstream`` macro (computed on the fly from core.lineage_run_io) and
@@ -139,9 +141,24 @@ def run_anchor(path: Path, folder: Path) -> tuple[float, float, int]:
     return seconds, cpu, rows
 
 
+def run_anchors(path: Path, folder: Path, count: int, expected: int) -> list[tuple[float, float]]:
+    """``count`` read_json loads: (wall s, CPU s) each; each must load ``expected`` rows."""
+    anchors = []
+    for _ in range(count):
+        seconds, cpu, rows = run_anchor(path, folder)
+        print(
+            f"anchor read_json: {seconds:.1f} s, CPU {cpu:.1f} s ({rows:,} rows)", file=sys.stderr
+        )
+        if rows != expected:
+            raise SystemExit(f"read_json loaded {rows} rows, expected {expected}")
+        anchors.append((seconds, cpu))
+    return anchors
+
+
 def process_cpu() -> float:
-    """CPU seconds of this process and of its children that have ended (user + system): what
-    the hypervisor's steal and other tenants do not inflate, unlike wall time."""
+    """CPU seconds of this process and of its children that have ended (user + system): not
+    inflated by the hypervisor's steal, unlike wall time (a busy neighbour on the same host
+    still slows them)."""
     import resource
 
     own = resource.getrusage(resource.RUSAGE_SELF)
@@ -388,9 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--anchor-runs",
         type=int,
-        default=3,
-        help="read_json loads timed (the median is the anchor: one load's time varies with "
-        "the disk and the hypervisor)",
+        default=4,
+        help="read_json loads timed, half before annex's run and half after (the median is "
+        "the anchor: one load's time varies with the disk, and the machine's speed drifts)",
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-record", action="store_true", help="don't append to RESULTS.md")
@@ -415,22 +432,15 @@ def main(argv: list[str] | None = None) -> int:
 
         load_before = os.getloadavg()[0]
         steal_before, cpu_before = cpu_times()
-        anchors = []
-        for _ in range(args.anchor_runs):
-            anchors.append(run_anchor(path, folder))
-            seconds, cpu, rows = anchors[-1]
-            print(
-                f"anchor read_json: {seconds:.1f} s, CPU {cpu:.1f} s ({rows:,} rows)",
-                file=sys.stderr,
-            )
-            if rows != len(lines):
-                raise SystemExit(f"read_json loaded {rows} rows, expected {len(lines)}")
-        anchor_seconds = statistics.median(a[0] for a in anchors)
-        anchor_cpu = statistics.median(a[1] for a in anchors)
+        before = (args.anchor_runs + 1) // 2
+        anchors = run_anchors(path, folder, before, len(lines))
         clock = newest + dt.timedelta(minutes=5)
         annex = run_annex(
             lines, folder, args.batch, clock, args.connections, args.workers, args.collect_every
         )
+        anchors += run_anchors(path, folder, args.anchor_runs - before, len(lines))
+        anchor_seconds = statistics.median(a[0] for a in anchors)
+        anchor_cpu = statistics.median(a[1] for a in anchors)
         steal_after, cpu_after = cpu_times()
         print(f"annex: {annex}", file=sys.stderr)
         if annex["events"] != len(lines) or annex["rejected"] or annex["stored"] != len(lines):
@@ -456,7 +466,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "| step | s | events/s | ÷ anchor | CPU s |",
         "|---|---:|---:|---:|---:|",
-        f"| DuckDB read_json into a table (anchor; median of {len(anchors)}: "
+        f"| DuckDB read_json into a table (anchor; median of {len(anchors)}, {before} before "
+        f"annex and {len(anchors) - before} after: "
         f"{', '.join(f'{a[0]:.1f}' for a in anchors)} s) | {anchor_seconds:.1f} | "
         f"{count / anchor_seconds:,.0f} | 1.00 | {anchor_cpu:.1f} |",
         f"| annex HTTP intake ({args.connections} producers, {args.workers} validating processes): "
@@ -483,7 +494,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"CPU: annex's processes (server, collections, validating processes, producers) used "
         f"{annex['cpu']:.1f} s, {annex['cpu'] / anchor_cpu:.2f}x the anchor's {anchor_cpu:.1f} s "
-        "(CPU time is what the hypervisor's steal and other tenants do not inflate).",
+        "(CPU time is not inflated by the hypervisor's steal; a busy neighbour on the host "
+        "still slows it).",
         "",
         f"Closure of the largest model, {annex.get('model')} with {annex.get('upstream')} "
         f"upstream versions (of {annex.get('versions'):,} dataset versions): "
