@@ -336,7 +336,9 @@ def _read_arrow_spool(data: bytes, archive: Path, prefix: str, out: _Output) -> 
     """Add the rows of one intake Arrow file; a file Arrow cannot read is rejected whole."""
     try:
         table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
-        table = table.select(SPOOL_TABLE.names).cast(SPOOL_TABLE)
+        table = table.select(SPOOL_TABLE.names)
+        if table.schema != SPOOL_TABLE:  # cast copies every column, even to the same types
+            table = table.cast(SPOOL_TABLE)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, KeyError) as exc:
         out.add_rejected(
             str(archive),

@@ -178,6 +178,13 @@ def test_a_damaged_arrow_spool_file_is_rejected_whole_and_archived(
     assert [source for source, _ in stats.consumed] == [first, second]
 
 
+def _rewrite_arrow(path: Path, schema: pa.Schema, table: pa.Table) -> None:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, schema) as writer:
+        writer.write_table(table)
+    path.write_bytes(sink.getvalue().to_pybytes())
+
+
 def test_spool_files_with_the_graph_columns_of_an_earlier_intake_load_the_same(
     tmp_path: Path, events: list[dict], now: datetime
 ) -> None:
@@ -192,10 +199,7 @@ def test_spool_files_with_the_graph_columns_of_an_earlier_intake_load_the_same(
     graph = pa.list_(pa.struct([("item", pa.int32()), ("name", pa.string())]))
     extra = pa.array([[{"item": 0, "name": "x"}]] * table.num_rows, graph)
     table = table.append_column("datasets", extra).append_column("facets", extra)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    arrow.write_bytes(sink.getvalue().to_pybytes())
+    _rewrite_arrow(arrow, table.schema, table)
     earlier, rejected, _ = collect(settings, now)
     assert rejected.num_rows == 0
     assert earlier.drop_columns(["source_locator"]).equals(today.drop_columns(["source_locator"]))
@@ -205,6 +209,42 @@ def test_spool_files_with_the_graph_columns_of_an_earlier_intake_load_the_same(
     legacy, rejected, _ = collect(settings, now)
     assert rejected.num_rows == 0
     assert legacy.column("payload").equals(today.column("payload"))
+
+
+def test_spool_files_of_other_arrow_types_are_cast_or_rejected_whole(
+    tmp_path: Path, events: list[dict], now: datetime
+) -> None:
+    # a writer with other types: castable ones (64-bit index, large strings) load the same;
+    # a column that cannot be the spool's type (event_time as free text) rejects the file
+    settings = make_settings(tmp_path)
+    intake = LineageIntake(settings.lineage)
+    assert post(intake, json.dumps(events[:4]).encode(), now) == 200
+    [arrow] = (settings.lineage.spool_dir / "incoming").glob("*.arrow")
+    data = arrow.read_bytes()
+    today, _, _ = collect(settings, now)
+    table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+    wider = pa.schema(
+        pa.field(f.name, pa.int64() if f.name == "index" else pa.large_string(), f.nullable)
+        if f.name == "index" or f.type == pa.string()
+        else f
+        for f in table.schema
+    )
+    _rewrite_arrow(arrow, wider, table.cast(wider))
+    wide, rejected, _ = collect(settings, now)
+    assert rejected.num_rows == 0
+    assert wide.drop_columns(["source_locator"]).equals(today.drop_columns(["source_locator"]))
+
+    text_times = table.set_column(
+        table.schema.get_field_index("event_time"),
+        "event_time",
+        pa.array(["last tuesday"] * table.num_rows, pa.string()),
+    )
+    _rewrite_arrow(arrow, text_times.schema, text_times)
+    table, rejected, stats = collect(settings, now)
+    assert table.num_rows == 0
+    [row] = rejected.to_pylist()
+    assert row["reason_code"] == "malformed_spool_file" and row["raw"]
+    assert [source for source, _ in stats.consumed] == [arrow]
 
 
 def test_named_files_are_validated_line_by_line_and_never_moved(
