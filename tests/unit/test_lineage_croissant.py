@@ -9,26 +9,20 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import datetime
 
 import pytest
-from jsonschema import Draft202012Validator, FormatChecker
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
+from lineage_import_checks import FIXTURES, T, accepted, schema_valid
 
-from collectors.lineage import validate as V
 from collectors.lineage.croissant import (
     CroissantError,
     croissant_event,
     import_croissant,
     licence_from_text,
 )
-from collectors.lineage.events import event_id, parse_events
+from collectors.lineage.events import event_id
 
-FIXTURES = Path(__file__).parent / "lineage_fixtures"
 PRODUCER = "https://annex.dev/import/croissant"
-T = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 CRAWL = {
     "crawlerName": "ExampleBot/1.0",
     "purpose": "AI_TRAINING",
@@ -42,36 +36,6 @@ CRAWL = {
     },
     "paywallPolicy": "NO_CIRCUMVENTION",
 }
-
-_DOCS = dict(V.load_schemas())
-for path in sorted((FIXTURES / "facets").glob("*.json")):
-    doc = json.loads(path.read_text())
-    _DOCS.setdefault(doc["$id"], doc)
-REGISTRY = Registry().with_resources(
-    (uri, Resource.from_contents(doc, default_specification=DRAFT202012))
-    for uri, doc in _DOCS.items()
-)
-
-
-def accepted(event: dict) -> dict:
-    batch = parse_events(json.dumps(event).encode(), content_encoding=None, now=T + timedelta(1))
-    assert batch.rejected == (), batch.rejected
-    assert len(batch.accepted) == 1 and batch.accepted[0].kind == "DatasetEvent"
-    assert batch.accepted[0].findings == ()
-    return batch.accepted[0].event
-
-
-def schema_valid(event: dict) -> None:
-    fmt = FormatChecker()
-    Draft202012Validator(
-        {"$ref": event["schemaURL"]}, registry=REGISTRY, format_checker=fmt
-    ).validate(event)
-    for key, facet in event["dataset"].get("facets", {}).items():
-        validator = Draft202012Validator(
-            {"$ref": facet["_schemaURL"]}, registry=REGISTRY, format_checker=fmt
-        )
-        errors = [e.message for e in validator.iter_errors(facet)]
-        assert not errors, (key, errors)
 
 
 def fixture(name: str) -> dict:
