@@ -318,6 +318,7 @@ def run_annex(
     total = time.perf_counter() - started
     # the validating processes are joined by now: their CPU counts, their start-up included
     cpu = process_cpu() - cpu_started
+    collected_during = sum(n for _, n, _ in during)
     closure = _closure_times(wh)
     spool = sum(p.stat().st_size for p in (folder / "lineage").rglob("*.arrow"))
     return {
@@ -326,10 +327,10 @@ def run_annex(
         "refresh": refresh_seconds,
         "total": total,
         "cpu": cpu,
-        "events": outcome.stats.events + sum(n for _, n, _ in during),
+        "events": outcome.stats.events + collected_during,
         "rejected": outcome.stats.rejected + sum(r for _, _, r in during),
         "collections_during": len(during),
-        "collected_during": sum(n for _, n, _ in during),
+        "collected_during": collected_during,
         "collecting_during": sum(s for s, _, _ in during),
         "requests": len(list(bodies.iterdir())),
         "wire_bytes": sum(p.stat().st_size for p in bodies.iterdir()),
@@ -412,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-record", action="store_true", help="don't append to RESULTS.md")
     args = parser.parse_args(argv)
+    if args.anchor_runs < 1:
+        parser.error("--anchor-runs must be at least 1")
 
     import duckdb
     import orjson

@@ -178,9 +178,9 @@ def test_a_damaged_arrow_spool_file_is_rejected_whole_and_archived(
     assert [source for source, _ in stats.consumed] == [first, second]
 
 
-def _rewrite_arrow(path: Path, schema: pa.Schema, table: pa.Table) -> None:
+def _rewrite_arrow(path: Path, table: pa.Table) -> None:
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, schema) as writer:
+    with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     path.write_bytes(sink.getvalue().to_pybytes())
 
@@ -199,7 +199,7 @@ def test_spool_files_with_the_graph_columns_of_an_earlier_intake_load_the_same(
     graph = pa.list_(pa.struct([("item", pa.int32()), ("name", pa.string())]))
     extra = pa.array([[{"item": 0, "name": "x"}]] * table.num_rows, graph)
     table = table.append_column("datasets", extra).append_column("facets", extra)
-    _rewrite_arrow(arrow, table.schema, table)
+    _rewrite_arrow(arrow, table)
     earlier, rejected, _ = collect(settings, now)
     assert rejected.num_rows == 0
     assert earlier.drop_columns(["source_locator"]).equals(today.drop_columns(["source_locator"]))
@@ -223,13 +223,14 @@ def test_spool_files_of_other_arrow_types_are_cast_or_rejected_whole(
     data = arrow.read_bytes()
     today, _, _ = collect(settings, now)
     table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
-    wider = pa.schema(
-        pa.field(f.name, pa.int64() if f.name == "index" else pa.large_string(), f.nullable)
-        if f.name == "index" or f.type == pa.string()
-        else f
-        for f in table.schema
-    )
-    _rewrite_arrow(arrow, wider, table.cast(wider))
+
+    def wider_type(field: pa.Field) -> pa.DataType:
+        if field.name == "index":
+            return pa.int64()
+        return pa.large_string() if field.type == pa.string() else field.type
+
+    wider = pa.schema(pa.field(f.name, wider_type(f), f.nullable) for f in table.schema)
+    _rewrite_arrow(arrow, table.cast(wider))
     wide, rejected, _ = collect(settings, now)
     assert rejected.num_rows == 0
     assert wide.drop_columns(["source_locator"]).equals(today.drop_columns(["source_locator"]))
@@ -239,7 +240,7 @@ def test_spool_files_of_other_arrow_types_are_cast_or_rejected_whole(
         "event_time",
         pa.array(["last tuesday"] * table.num_rows, pa.string()),
     )
-    _rewrite_arrow(arrow, text_times.schema, text_times)
+    _rewrite_arrow(arrow, text_times)
     table, rejected, stats = collect(settings, now)
     assert table.num_rows == 0
     [row] = rejected.to_pylist()
