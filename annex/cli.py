@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
             "serve, already validated) and lineage.watch_dirs (*.jsonl), plus the files named "
             "with --file (validated here; rejected lines land in audit.rejected), into the "
             "warehouse as one collection; archive the spool and watched files to "
-            "lineage.spool_dir/archive/<day>/; rebuild runs, datasets, facets and closures."
+            "lineage.spool_dir/archive/<day>/; refresh the model closures the new events can "
+            "change."
         ),
     )
     lineage.add_argument(
@@ -175,8 +176,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="read at most N spool/watched files (the rest wait for the next collection)",
     )
-    lineage.add_argument(
-        "--no-refresh", action="store_true", help="skip rebuilding the lineage models"
+    refresh = lineage.add_mutually_exclusive_group()
+    refresh.add_argument(
+        "--no-refresh", action="store_true", help="skip refreshing the lineage models"
+    )
+    refresh.add_argument(
+        "--full-refresh",
+        action="store_true",
+        help="rebuild every model checkpoint's closure, not only those the new events can "
+        "change (after core.lineage_* tables were repaired by hand)",
     )
     lineage.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     lineage.set_defaults(run=cmd_collect_lineage)
@@ -644,6 +652,7 @@ def cmd_collect_lineage(args: argparse.Namespace, settings: Settings) -> int:
             on_wait=wait,
             max_files=args.max_files,
             refresh=not args.no_refresh,
+            full_refresh=args.full_refresh,
         )
     stats = outcome.stats
     archived = _archive_report(outcome.archive, settings.lineage.spool_dir, len(stats.kept))

@@ -10,8 +10,8 @@ named file (validated here), loads events and rejections in one warehouse transa
 recorded for cluster ``"*"``), and only after that commit moves the spool and watched files it
 used to ``<spool_dir>/archive/<day>/``: a failed or killed collection leaves them where they
 were and the next one reads them again (one row per ``event_id``, so loading twice changes
-nothing). Then ``refresh_lineage`` rebuilds runs, datasets, facets and closures, and the
-analysts' copy is published.
+nothing). Then ``refresh_lineage`` brings the model closures and the cycle findings up to date
+(only the closures the new collections can change), and the analysts' copy is published.
 """
 
 from __future__ import annotations
@@ -95,13 +95,15 @@ def collect_lineage_evidence(
     files: Sequence[Path | str] = (),
     publish: bool = True,
     refresh: bool = True,
+    full_refresh: bool = False,
     on_progress: Callable[[CollectStats], None] | None = None,
     on_wait: OnWait | None = None,
     now: datetime | None = None,
     max_files: int | None = None,
 ) -> LineageCollection:
     """Load the waiting events (and those of ``files``) as one collection; archive the spool
-    and watched files it used once it has committed; refresh the lineage models; publish.
+    and watched files it used once it has committed; refresh the lineage models (only the
+    closures the new events can change, or all of them with ``full_refresh``); publish.
 
     A named file that does not exist is a ``ConfigError`` before anything is read. Raises
     what ``load_collection`` raises; the spool is then untouched.
@@ -134,20 +136,23 @@ def collect_lineage_evidence(
     counts: dict[str, int] | None = None
     try:
         if refresh:
-            counts = refresh_lineage_models(wh, on_wait=on_wait)
+            counts = refresh_lineage_models(wh, on_wait=on_wait, full=full_refresh)
     finally:
         if publish:
             wh.publish(on_wait)
     return LineageCollection(result=result, stats=stats, archive=archive, refresh=counts)
 
 
-def refresh_lineage_models(wh: Warehouse, *, on_wait: OnWait | None = None) -> dict[str, int]:
-    """Rebuild the lineage models from ``core.lineage_events``
+def refresh_lineage_models(
+    wh: Warehouse, *, on_wait: OnWait | None = None, full: bool = False
+) -> dict[str, int]:
+    """Bring the lineage models up to date with the collections loaded since the previous
+    refresh, or rebuild them whole with ``full``
     (``warehouse.models.lineage.refresh_lineage``); returns its counts."""
     from warehouse.models.lineage import refresh_lineage
 
     with wh.writer(on_wait) as con:
-        return refresh_lineage(con)
+        return refresh_lineage(con, full=full)
 
 
 def pending_lineage(settings: Settings) -> int:

@@ -152,9 +152,12 @@ def test_openlineage_client_delivery_lands_in_the_warehouse(
     assert pending_lineage(settings) == 0
     archived = list((settings.lineage.spool_dir / "archive").rglob("*.arrow"))
     assert len(archived) == single.requests + batched.requests
-    assert main(["--config", str(config), "collect", "lineage"]) == 0
+    assert main(["--config", str(config), "collect", "lineage", "--full-refresh"]) == 0
     [(again,)] = query(settings, "SELECT count(*) FROM core.lineage_events")
     assert again == rows
+    # the first refresh rebuilds every closure, as does one asked for with --full-refresh
+    modes = query(settings, "SELECT mode FROM audit.lineage_refreshes ORDER BY refreshed_at")
+    assert modes == [("full",), ("full",)]
     [(collections,)] = query(
         settings,
         "SELECT count(*) FROM audit.collections WHERE source = 'lineage' "
