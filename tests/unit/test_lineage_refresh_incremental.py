@@ -166,6 +166,7 @@ def test_only_the_checkpoints_a_load_can_change_are_recomputed(wh):
     load(wh, lineage("c", 20), refresh=False)  # a new, unrelated model: only it is computed
     second = _refresh(wh)
     assert (second["full"], second["models"], second["models_recomputed"]) == (0, 3, 1)
+    assert second["cycles_searched"] == 0  # c's runs are on no cycle: the search is skipped
 
     # b's data preparation gains an input: b's checkpoint is recomputed, a's and c's are kept
     extra = dataset("s3://d", "b/extra", "1")
@@ -196,3 +197,22 @@ def test_only_the_checkpoints_a_load_can_change_are_recomputed(wh):
         "ORDER BY refreshed_at",
     ) == [("full", 1, 2), ("incremental", 1, 1), ("incremental", 1, 1), ("incremental", 0, 0)]
     assert query(wh, "SELECT count(*) FROM audit.lineage_refreshed_collections") == [(3,)]
+
+    # a producer reuses b's source version as the output of a run reading b's checkpoint: a
+    # cycle, found by the search that this run's edges trigger; b is on it, a and c are not
+    b_src = dataset("s3://d", "b/src", "1")
+    loop = run_event(
+        run_id("b/loop"),
+        "COMPLETE",
+        T0 + minutes(40),
+        inputs=[_checkpoint("b/ckpt", "v1")],
+        outputs=[b_src],
+    )
+    load(wh, [loop], refresh=False)
+    cyclic = _refresh(wh)
+    assert (cyclic["cycles_searched"], cyclic["cycle_versions"]) == (1, 3)
+    assert query(wh, "SELECT name, on_cycle FROM marts.lineage_models ORDER BY name") == [
+        ("a/ckpt", False),
+        ("b/ckpt", True),
+        ("c/ckpt", False),
+    ]

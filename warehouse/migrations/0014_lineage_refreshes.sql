@@ -12,6 +12,7 @@ CREATE TABLE audit.lineage_refreshes (
     collections BIGINT NOT NULL,
     touched_versions BIGINT,
     models_recomputed BIGINT NOT NULL,
+    cycles_searched BOOLEAN NOT NULL,
     models BIGINT NOT NULL,
     model_inputs BIGINT NOT NULL,
     cycle_versions BIGINT NOT NULL,
@@ -25,6 +26,7 @@ COMMENT ON COLUMN audit.lineage_refreshes.mode IS 'full (every closure rebuilt) 
 COMMENT ON COLUMN audit.lineage_refreshes.collections IS 'Lineage collections it took in: succeeded, and not yet reflected by an earlier refresh (audit.lineage_refreshed_collections).';
 COMMENT ON COLUMN audit.lineage_refreshes.touched_versions IS 'Incremental only: dataset versions those collections can have changed the upstream of (outputs of runs with new edges; checkpoints new, gone, renamed or restaged). NULL for a full refresh.';
 COMMENT ON COLUMN audit.lineage_refreshes.models_recomputed IS 'Model checkpoints whose closure was recomputed (all of them for a full refresh).';
+COMMENT ON COLUMN audit.lineage_refreshes.cycles_searched IS 'marts.lineage_cycles was rebuilt from every edge: a full refresh, or a run with new edges is on a cycle (one of its outputs reaches, downstream, one of its own inputs); otherwise the cycles found before stand.';
 COMMENT ON COLUMN audit.lineage_refreshes.models IS 'Rows of marts.lineage_models afterwards.';
 COMMENT ON COLUMN audit.lineage_refreshes.model_inputs IS 'Rows of marts.lineage_model_inputs afterwards.';
 COMMENT ON COLUMN audit.lineage_refreshes.cycle_versions IS 'Rows of marts.lineage_cycles afterwards.';

@@ -23,8 +23,8 @@ The ``marts.lineage_eu_*`` views and ``marts.lineage_run_jobs`` read these table
 Runs' state and current facets are kept by the merge of each collection (only what it touched),
 so they are current before this runs.
 
-**Incremental.** A closure costs its size, and rebuilding every checkpoint's closure at every
-refresh grows with the whole history (two 200,000-event loads: 4.5 s, then 10.0 s). So a
+**Incremental.** Rebuilding every checkpoint's closure at every refresh grows with the whole
+history (two 200,000-event loads: 4.5 s, then 10.0 s; a year's would take minutes). So a
 refresh recomputes only the checkpoints that the lineage collections it takes in (succeeded,
 not in ``audit.lineage_refreshed_collections``) can have changed, and keeps the other closures:
 
@@ -38,10 +38,17 @@ not in ``audit.lineage_refreshed_collections``) can have changed, and keeps the 
   depth, ``is_leaf`` and ``in_eu_scope`` change only along such paths or at touched versions;
 * a ``kind`` changed by a later ``datasetType`` facet is updated in place in the kept rows.
 
-The cycle search and ``marts.lineage_models`` (counts over the closures) are still rebuilt
-whole: a trim over the edges and an aggregate, not a recursion. The first refresh (nothing in
-``audit.lineage_refreshes``) and ``full=True`` rebuild everything; a property test holds the
-incremental refresh to the full rebuild after every load of random graphs.
+The cycle search runs over every edge only when an edge of a touched run is on a cycle (one of
+the run's outputs reaches, downstream, one of its own inputs: a walk per touched run, short
+when their outputs are new); otherwise the cycles found before stand, since edges are never
+removed. ``marts.lineage_models`` rows are written again for the recomputed checkpoints and
+those whose own columns changed (all of them when the cycles were searched). The first refresh
+(nothing in ``audit.lineage_refreshes``) and ``full=True`` rebuild everything; a property test
+holds the incremental refresh to the full rebuild after every load of random graphs.
+
+What an incremental refresh still pays for the whole history: each step of its recursions
+scans ``core.lineage_run_io`` (DuckDB hash-joins the step's few rows against the whole table),
+and the ``kind`` update joins every kept closure row.
 """
 
 from __future__ import annotations
@@ -66,8 +73,10 @@ _TEMP_TABLES = (
     "lin_models",
     "lin_new_collections",
     "lin_changed",
+    "lin_touched_runs",
     "lin_touched",
     "lin_seeds",
+    "lin_stale",
     "lin_closure",
     "lin_scope",
     "lin_edges",
@@ -111,17 +120,47 @@ SELECT model_version_id, model_name FROM marts.lineage_models
 WHERE model_version_id NOT IN (SELECT model_version_id FROM lin_models)
 """
 
+# Runs the new collections brought edges (inputs or outputs) for.
+_TOUCHED_RUNS = """
+CREATE OR REPLACE TEMP TABLE lin_touched_runs AS
+SELECT DISTINCT run_id
+FROM core.lineage_run_io
+WHERE collection_id IN (SELECT collection_id FROM lin_new_collections)
+"""
+
 _TOUCHED = """
 CREATE OR REPLACE TEMP TABLE lin_touched AS
 SELECT o.dataset_version_id
 FROM core.lineage_run_io AS o
-WHERE o.direction = 'OUTPUT'
-  AND o.run_id IN (
-      SELECT run_id FROM core.lineage_run_io
-      WHERE collection_id IN (SELECT collection_id FROM lin_new_collections)
-  )
+WHERE o.direction = 'OUTPUT' AND o.run_id IN (SELECT run_id FROM lin_touched_runs)
 UNION
 SELECT model_version_id FROM lin_changed
+"""
+
+# Is a touched run's edge on a cycle? Exactly when one of its outputs reaches, downstream, one
+# of its own inputs (its edge closes that path). If none is, the cycles found before stand:
+# edges are never removed, and an edge off every cycle changes no cycle's versions or example
+# run. The walk is per run; usually a touched run's outputs are new, read only by other new
+# runs, and it ends after a few steps.
+_TOUCHED_RUN_ON_CYCLE = """
+WITH RECURSIVE down(run_id, dataset_version_id) AS (
+    SELECT o.run_id, o.dataset_version_id
+    FROM core.lineage_run_io AS o
+    WHERE o.direction = 'OUTPUT' AND o.run_id IN (SELECT run_id FROM lin_touched_runs)
+    UNION
+    SELECT down.run_id, o.dataset_version_id
+    FROM down
+    JOIN core.lineage_run_io AS i
+        ON i.dataset_version_id = down.dataset_version_id AND i.direction = 'INPUT'
+    JOIN core.lineage_run_io AS o ON o.run_id = i.run_id AND o.direction = 'OUTPUT'
+)
+SELECT EXISTS (
+    SELECT 1
+    FROM down
+    JOIN core.lineage_run_io AS i
+        ON i.run_id = down.run_id AND i.dataset_version_id = down.dataset_version_id
+    WHERE i.direction = 'INPUT'
+)
 """
 
 _SEEDS_ALL = """
@@ -283,6 +322,33 @@ JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = s.node
 LEFT JOIN runs AS r ON r.node = s.node
 """
 
+# The models rows to write again: recomputed closures, and checkpoints whose own columns changed
+# (a run restaged, an earlier producing run found); all of them when the cycles changed.
+_STALE_MODELS = """
+CREATE OR REPLACE TEMP TABLE lin_stale AS
+SELECT model_version_id FROM lin_seeds
+UNION
+SELECT model_version_id FROM (
+    SELECT model_version_id, model_name, namespace, name, version, produced_by_run_id, stage,
+           created_at
+    FROM lin_models
+    EXCEPT
+    SELECT model_version_id, model_name, namespace, name, version, produced_by_run_id, stage,
+           created_at
+    FROM marts.lineage_models
+)
+"""
+
+_STALE_ALL = """
+CREATE OR REPLACE TEMP TABLE lin_stale AS SELECT model_version_id FROM lin_models
+"""
+
+_DROP_MODELS = """
+DELETE FROM marts.lineage_models
+WHERE model_version_id IN (SELECT model_version_id FROM lin_stale)
+   OR model_version_id NOT IN (SELECT model_version_id FROM lin_models)
+"""
+
 _MODELS_INSERT = """
 INSERT INTO marts.lineage_models
     (model_version_id, model_name, namespace, name, version, produced_by_run_id, stage,
@@ -291,12 +357,14 @@ WITH counts AS (
     SELECT model_version_id, count(*) AS upstream_versions,
            count(*) FILTER (WHERE is_leaf) AS leaf_versions
     FROM marts.lineage_model_inputs
+    WHERE model_version_id IN (SELECT model_version_id FROM lin_stale)
     GROUP BY model_version_id
 ),
 cyclic AS (
     SELECT DISTINCT i.model_version_id
     FROM marts.lineage_model_inputs AS i
     JOIN marts.lineage_cycles AS c ON c.dataset_version_id = i.dataset_version_id
+    WHERE i.model_version_id IN (SELECT model_version_id FROM lin_stale)
     UNION
     SELECT dataset_version_id FROM marts.lineage_cycles
 )
@@ -307,6 +375,7 @@ SELECT
 FROM lin_models AS m
 LEFT JOIN counts AS c ON c.model_version_id = m.model_version_id
 LEFT JOIN cyclic AS y ON y.model_version_id = m.model_version_id
+WHERE m.model_version_id IN (SELECT model_version_id FROM lin_stale)
 """
 
 
@@ -314,7 +383,8 @@ def refresh_lineage(con: duckdb.DuckDBPyConnection, *, full: bool = False) -> di
     """Bring the lineage marts up to date with ``core``: incrementally (only the checkpoints
     the new lineage collections can have changed), or whole with ``full`` and at the first
     refresh. Returns row counts (``models``, ``model_inputs``, ``cycle_versions``,
-    ``trim_rounds``) and what it did (``full`` 0 or 1, ``collections``, ``models_recomputed``).
+    ``trim_rounds``) and what it did (``full`` and ``cycles_searched``, 0 or 1;
+    ``collections``; ``models_recomputed``).
     Atomic: joins the caller's transaction or runs in its own; recorded in
     ``audit.lineage_refreshes``."""
     now = utc_now()
@@ -330,6 +400,7 @@ def refresh_lineage(con: duckdb.DuckDBPyConnection, *, full: bool = False) -> di
                 con.execute("DELETE FROM marts.lineage_model_inputs")
             else:
                 con.execute(_CHANGED)
+                con.execute(_TOUCHED_RUNS)
                 con.execute(_TOUCHED)
                 touched = _scalar(con, "SELECT count(*) FROM lin_touched")
                 con.execute(_SEEDS_TOUCHED)
@@ -338,17 +409,13 @@ def refresh_lineage(con: duckdb.DuckDBPyConnection, *, full: bool = False) -> di
             con.execute(_CLOSURE)
             con.execute(_SCOPE)
             con.execute(_INPUTS)
-            con.execute(_EDGES)
-            rounds = 0
-            while rounds < TRIM_ROUNDS:
-                rounds += 1
-                deleted = _count(con.execute(_TRIM))
-                if not deleted:
-                    break
-            con.execute(_REACH)
-            con.execute("DELETE FROM marts.lineage_cycles")
-            con.execute(_CYCLES, {"now": now})
-            con.execute("DELETE FROM marts.lineage_models")
+            cycles_searched = full or bool(_scalar(con, _TOUCHED_RUN_ON_CYCLE))
+            rounds = _search_cycles(con, now) if cycles_searched else 0
+            if cycles_searched:  # on_cycle may change for any checkpoint
+                con.execute(_STALE_ALL)
+            else:
+                con.execute(_STALE_MODELS)
+            con.execute(_DROP_MODELS)
             con.execute(_MODELS_INSERT, {"now": now})
             link_training_runs(con)  # attestation coverage per training run
             counts = {
@@ -357,6 +424,7 @@ def refresh_lineage(con: duckdb.DuckDBPyConnection, *, full: bool = False) -> di
                 "cycle_versions": _scalar(con, "SELECT count(*) FROM marts.lineage_cycles"),
                 "trim_rounds": rounds,
                 "full": int(full),
+                "cycles_searched": int(cycles_searched),
                 "collections": _scalar(con, "SELECT count(*) FROM lin_new_collections"),
                 "models_recomputed": _scalar(con, "SELECT count(*) FROM lin_seeds"),
             }
@@ -366,15 +434,17 @@ def refresh_lineage(con: duckdb.DuckDBPyConnection, *, full: bool = False) -> di
                 {"now": now},
             )
             con.execute(
-                "INSERT INTO audit.lineage_refreshes VALUES "
-                "($now, $mode, $collections, $touched, $recomputed, $models, $inputs, $cycles, "
-                "$ms)",
+                "INSERT INTO audit.lineage_refreshes (refreshed_at, mode, collections, "
+                "touched_versions, models_recomputed, cycles_searched, models, model_inputs, "
+                "cycle_versions, milliseconds) VALUES ($now, $mode, $collections, $touched, "
+                "$recomputed, $searched, $models, $inputs, $cycles, $ms)",
                 {
                     "now": now,
                     "mode": "full" if full else "incremental",
                     "collections": counts["collections"],
                     "touched": touched,
                     "recomputed": counts["models_recomputed"],
+                    "searched": cycles_searched,
                     "models": counts["models"],
                     "inputs": counts["model_inputs"],
                     "cycles": counts["cycle_versions"],
@@ -385,6 +455,20 @@ def refresh_lineage(con: duckdb.DuckDBPyConnection, *, full: bool = False) -> di
         _drop_temp_tables(con)
     log.debug("lineage refresh took %.3f s: %s", time.perf_counter() - started, counts)
     return counts
+
+
+def _search_cycles(con: duckdb.DuckDBPyConnection, now: object) -> int:
+    """Rebuild ``marts.lineage_cycles`` from every edge; returns the trim rounds it took."""
+    con.execute(_EDGES)
+    rounds = 0
+    while rounds < TRIM_ROUNDS:
+        rounds += 1
+        if not _count(con.execute(_TRIM)):
+            break
+    con.execute(_REACH)
+    con.execute("DELETE FROM marts.lineage_cycles")
+    con.execute(_CYCLES, {"now": now})
+    return rounds
 
 
 def _count(result: duckdb.DuckDBPyConnection) -> int:

@@ -41,8 +41,9 @@ def lineage_events(
 
 @dg.asset(group_name=GROUP, pool="duckdb", kinds={"duckdb"}, deps=[lineage_events])
 def lineage_models(warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """Runs' state by event time, current facets, every model checkpoint's upstream closure,
-    cycles; then publish the analysts' copy."""
+    """Every model checkpoint's upstream closure and the cycle findings, recomputed for only
+    what the new lineage collections can change (the first time: all of it); then publish the
+    analysts' copy."""
     wh = warehouse.get()
     counts = refresh_lineage_models(wh)
     wh.publish()
