@@ -41,3 +41,8 @@ COMMENT ON TABLE audit.lineage_refreshed_collections IS
     'The lineage collections (audit.collections) that the lineage marts reflect: the next refresh takes in the succeeded lineage collections not listed here. Written in the refresh''s transaction.';
 COMMENT ON COLUMN audit.lineage_refreshed_collections.collection_id IS 'A lineage collection (audit.collections).';
 COMMENT ON COLUMN audit.lineage_refreshed_collections.refreshed_at IS 'The refresh that took it in (audit.lineage_refreshes.refreshed_at).';
+
+COMMENT ON TABLE marts.lineage_models IS
+    'Every model checkpoint: a dataset version of kind MODEL that a run produced. Kept by refresh_lineage: rows are written again when the checkpoint''s closure or own columns change (audit.lineage_refreshes).';
+COMMENT ON COLUMN marts.lineage_models.refreshed_at IS 'When refresh_lineage last wrote the row (UTC).';
+COMMENT ON COLUMN marts.lineage_cycles.refreshed_at IS 'When refresh_lineage last searched the cycles and found it (UTC); the search runs again only when a run with new edges is on a cycle.';

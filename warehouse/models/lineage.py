@@ -26,8 +26,9 @@ an event whose run reads and writes the same version is rejected (``reads_own_ou
 ``audit.rejected``); cycles across events are reported by ``refresh_lineage``
 (``marts.lineage_cycles``), never looped on.
 
-After a load, call ``refresh_lineage(con)`` (``warehouse.models.lineage_refresh``) to rebuild
-the model closures, cycle findings and so the EU summary views.
+After a load, call ``refresh_lineage(con)`` (``warehouse.models.lineage_refresh``) to bring
+the model closures, the cycle findings and so the EU summary views up to date (incrementally:
+only what the new collections can change).
 """
 
 from __future__ import annotations
