@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import ssl
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from datetime import datetime
@@ -18,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from serve_process import annex_serve
 
 from annex.attestation import attestation_routes, pending_submissions
 from annex.cli import main
@@ -199,33 +196,17 @@ def test_annex_serve_command_serves_until_sigterm(
     tmp_path: Path, issuers: IssuerSet, env: dict[str, str]
 ) -> None:
     config = write_config(tmp_path, issuers)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "annex", "--config", str(config), "serve", "--port", "0"],
-        cwd=REPO,
-        env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        first = process.stdout.readline()
-        assert first.startswith("annex intake serving https://127.0.0.1:"), first
-        url = first.split()[-1]
+    with annex_serve(config, env) as served:
+        assert served.url.startswith("https://127.0.0.1:"), served.url
         agent_tls = client_tls()
         request = urllib.request.Request(
-            url + "/api/v1/attestations/nonce",
+            served.url + "/api/v1/attestations/nonce",
             data=b'{"node_name": "gpu-node-1"}',
             headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, context=agent_tls, timeout=10) as response:
             assert response.status == 200 and len(json.loads(response.read())["nonce"]) == 64
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 0
-    assert "stopped" in err
-    assert "method=POST path=/api/v1/attestations/nonce status=200" in err  # the access log
-    assert TOKEN not in err
+    assert served.process.returncode == 0
+    assert "stopped" in served.stderr
+    assert "method=POST path=/api/v1/attestations/nonce status=200" in served.stderr
+    assert TOKEN not in served.stderr

@@ -6,16 +6,13 @@ the warehouse holds one row per distinct event and each run's state by event tim
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import urllib.request
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from serve_process import annex_serve
 
 from annex.attestation import attestation_routes
 from annex.cli import main
@@ -29,7 +26,6 @@ from warehouse import Warehouse
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 TOKEN = "lineage-delivery-token-0123456789"
 ENV = {"ANNEX_INTAKE_TOKEN": TOKEN}
 TERMINAL = ("COMPLETE", "ABORT", "FAIL")
@@ -251,37 +247,21 @@ def test_annex_spdx_writes_a_model_document(tmp_path: Path, capsys) -> None:
 
 def test_annex_serve_hosts_the_lineage_routes(tmp_path: Path) -> None:
     config = write_config(tmp_path)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "annex", "--config", str(config), "serve", "--port", "0"],
-        cwd=REPO,
-        env={**os.environ, **ENV},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        first = process.stdout.readline()
-        assert first.startswith("annex intake serving http://127.0.0.1:"), first
-        url = first.split()[-1]
-        listing = "".join(process.stdout.readline() for _ in range(4))
+    with annex_serve(config, ENV) as served:
+        assert served.url.startswith("http://127.0.0.1:"), served.url
+        listing = "".join(served.process.stdout.readline() for _ in range(4))
         assert "POST /api/v1/lineage\n" in listing and "POST /api/v1/lineage/batch" in listing
         world = build_world(8, seed=2)
         events = build_events(world)[:3]
-        deliver(events, url + "/", token=TOKEN, batch_size=3, duplicate_fraction=0)
+        deliver(events, served.url + "/", token=TOKEN, batch_size=3, duplicate_fraction=0)
         request = urllib.request.Request(
-            url + "/api/v1/lineage/batch",
+            served.url + "/api/v1/lineage/batch",
             data=b"[]",
             headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.status == 200 and json.loads(response.read())["status"] == "success"
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 0
-    assert "method=POST path=/api/v1/lineage/batch status=200" in err
-    assert TOKEN not in err
+    assert served.process.returncode == 0
+    assert "method=POST path=/api/v1/lineage/batch status=200" in served.stderr
+    assert TOKEN not in served.stderr
     assert len(list((tmp_path / "lineage" / "incoming").glob("*.arrow"))) == 1
