@@ -30,7 +30,7 @@ not in ``audit.lineage_refreshed_collections``) can have changed, and keeps the 
 
 * the *touched* versions: every output of a run those collections brought an edge for (a new
   input of a run gives all its outputs a new upstream; a new output is a new upstream, or a
-  version that stops being a leaf), and every checkpoint that is new, gone or renamed (the
+  version that stops being a leaf), and every checkpoint that is new, gone or changed (the
   ``in_eu_scope`` walk stops at other models' checkpoints, by name);
 * a checkpoint is recomputed when it is touched itself or its current closure holds a touched
   version. That is exact: a new path upstream of a checkpoint leaves it through an old path to
@@ -109,14 +109,21 @@ WHERE source = 'lineage' AND status = 'succeeded'
   AND collection_id NOT IN (SELECT collection_id FROM audit.lineage_refreshed_collections)
 """
 
-# Checkpoints that are new, gone or renamed since the previous refresh.
+# Checkpoints that are new, gone, or changed in a column of marts.lineage_models (renamed,
+# restaged, another producing run found) since the previous refresh.
 _CHANGED = """
 CREATE OR REPLACE TEMP TABLE lin_changed AS
-(SELECT model_version_id, model_name FROM lin_models
- EXCEPT
- SELECT model_version_id, model_name FROM marts.lineage_models)
+SELECT model_version_id FROM (
+    SELECT model_version_id, model_name, namespace, name, version, produced_by_run_id, stage,
+           created_at
+    FROM lin_models
+    EXCEPT
+    SELECT model_version_id, model_name, namespace, name, version, produced_by_run_id, stage,
+           created_at
+    FROM marts.lineage_models
+)
 UNION
-SELECT model_version_id, model_name FROM marts.lineage_models
+SELECT model_version_id FROM marts.lineage_models
 WHERE model_version_id NOT IN (SELECT model_version_id FROM lin_models)
 """
 
@@ -322,21 +329,13 @@ JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = s.node
 LEFT JOIN runs AS r ON r.node = s.node
 """
 
-# The models rows to write again: recomputed closures, and checkpoints whose own columns changed
-# (a run restaged, an earlier producing run found); all of them when the cycles changed.
+# The models rows to write again: recomputed closures and changed checkpoints; all of them when
+# the cycles were searched.
 _STALE_MODELS = """
 CREATE OR REPLACE TEMP TABLE lin_stale AS
 SELECT model_version_id FROM lin_seeds
 UNION
-SELECT model_version_id FROM (
-    SELECT model_version_id, model_name, namespace, name, version, produced_by_run_id, stage,
-           created_at
-    FROM lin_models
-    EXCEPT
-    SELECT model_version_id, model_name, namespace, name, version, produced_by_run_id, stage,
-           created_at
-    FROM marts.lineage_models
-)
+SELECT model_version_id FROM lin_changed
 """
 
 _STALE_ALL = """
