@@ -161,7 +161,12 @@ class Warehouse:
                 hint="run a collection (it publishes when it succeeds) or "
                 "`annex warehouse publish`",
             )
-        con = open_duckdb(self.published_path, read_only=True, live=self.path)
+        con = open_duckdb(
+            self.published_path,
+            read_only=True,
+            live=self.path,
+            memory_limit=self.settings.memory_limit,
+        )
         try:
             yield con
         finally:
@@ -194,7 +199,12 @@ class Warehouse:
                     source = self.published_path
                     read_from = "published (a writer holds the live file)"
                 if source.exists():
-                    con = open_duckdb(source, read_only=True, live=self.path)
+                    con = open_duckdb(
+                        source,
+                        read_only=True,
+                        live=self.path,
+                        memory_limit=self.settings.memory_limit,
+                    )
                     try:
                         applied = applied_migrations(con)
                         try:
@@ -242,7 +252,11 @@ class Warehouse:
     def _connect_live(self) -> duckdb.DuckDBPyConnection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         return open_duckdb(
-            self.path, read_only=False, live=self.path, published=self.published_path
+            self.path,
+            read_only=False,
+            live=self.path,
+            published=self.published_path,
+            memory_limit=self.settings.memory_limit,
         )
 
     def _migrate(self, con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -262,13 +276,32 @@ class Warehouse:
         return copy_atomically(self.path, self.published_path)
 
 
+def _limit_memory(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
+    try:
+        con.execute("SET memory_limit = ?", [memory_limit])
+    except duckdb.Error as exc:
+        con.close()
+        raise WarehouseError(
+            f"DuckDB refuses warehouse.memory_limit = {memory_limit!r}: {exc}",
+            hint='give a size such as "4GB" or "2GiB" (at least 256MiB), or a share such as "50%"',
+        ) from exc
+
+
 _PID = re.compile(r"\(PID (\d+)\)")
 
 
 def open_duckdb(
-    path: Path, *, read_only: bool, live: Path, published: Path | None = None
+    path: Path,
+    *,
+    read_only: bool,
+    live: Path,
+    published: Path | None = None,
+    memory_limit: str | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """``duckdb.connect``, with DuckDB's errors turned into ``WarehouseError`` that say what to do.
+
+    ``memory_limit`` (``warehouse.memory_limit``) caps the DuckDB database of the file: past it
+    DuckDB spills to disk. It holds for every connection of this process to that file.
 
     DuckDB's lock error is never retried: it means a process outside annex's writer lock (an
     analyst's session on the live file, a stray script) has the file, and waiting would hang a
@@ -278,6 +311,8 @@ def open_duckdb(
         con = duckdb.connect(str(path), read_only=read_only)
         # No progress bar: annex prints its own, and DuckDB's would interleave with it.
         con.execute("SET enable_progress_bar = false")
+        if memory_limit is not None:
+            _limit_memory(con, memory_limit)
         return con
     except duckdb.IOException as exc:
         text = str(exc)

@@ -185,3 +185,38 @@ def test_custom_profile_appends_hostname_and_rejects_repeats(tmp_path: Path) -> 
         load_settings(
             write(tmp_path, "[topology.profiles.rack]\nlevels = ['zone', 'zone']\n"), env={}
         )
+
+
+@pytest.mark.parametrize(
+    ("written", "kept"),
+    [('"4GB"', "4GB"), ('" 2GiB "', "2GiB"), ('"1.5gb"', "1.5gb"), ('"50%"', "50%")],
+)
+def test_warehouse_memory_limit_is_a_size_or_a_share(
+    tmp_path: Path, written: str, kept: str
+) -> None:
+    path = write(tmp_path, f"[warehouse]\nmemory_limit = {written}\n")
+    assert load_settings(path, env={}).warehouse.memory_limit == kept
+
+
+def test_warehouse_memory_limit_defaults_to_duckdbs_own(tmp_path: Path) -> None:
+    assert load_settings(write(tmp_path, "[warehouse]\n"), env={}).warehouse.memory_limit is None
+
+
+@pytest.mark.parametrize(
+    ("written", "problem"),
+    [
+        ('"lots"', "must be a size"),
+        ('"4 bananas"', "must be a size"),
+        ('"100MB"', "at least 256MiB"),
+        ('"0%"', "between 1% and 100%"),
+        ('"150%"', "between 1% and 100%"),
+        ("4", "must be a string"),
+    ],
+)
+def test_warehouse_memory_limit_that_duckdb_cannot_use_is_refused(
+    tmp_path: Path, written: str, problem: str
+) -> None:
+    path = write(tmp_path, f"[warehouse]\nmemory_limit = {written}\n")
+    with pytest.raises(ConfigError, match=r"warehouse\.memory_limit") as caught:
+        load_settings(path, env={})
+    assert problem in str(caught.value)

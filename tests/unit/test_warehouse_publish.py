@@ -142,3 +142,44 @@ def test_status_prints_for_people(wh: Warehouse) -> None:
     assert f"published copy (analysts): {wh.published_path}" in text
     assert "migrations pending: none" in text
     assert "things/c7 succeeded" in text
+
+
+def _duckdb_spelling(memory_limit: str) -> str:
+    """How DuckDB reports ``memory_limit`` once set (it rounds to binary units)."""
+    con = duckdb.connect()
+    try:
+        con.execute("SET memory_limit = ?", [memory_limit])
+        return con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_memory_limit_holds_for_the_writer_and_the_reader(tmp_path: Path) -> None:
+    """warehouse.memory_limit reaches every connection annex opens, live file and published
+    copy alike; without it DuckDB keeps its own default (a share of RAM)."""
+    settings = WarehouseSettings(
+        path=tmp_path / "w.duckdb", lock_timeout_seconds=5, memory_limit="300MB"
+    )
+    wh = Warehouse(settings, migrations_dir=make_migrations_dir(tmp_path / "migrations"))
+    expected = _duckdb_spelling("300MB")
+    query = "SELECT current_setting('memory_limit')"
+    with wh.writer() as con:
+        assert con.execute(query).fetchone()[0] == expected
+    wh.publish()
+    with wh.reader() as con:
+        assert con.execute(query).fetchone()[0] == expected
+
+    unlimited = Warehouse(
+        WarehouseSettings(path=tmp_path / "u.duckdb", lock_timeout_seconds=5),
+        migrations_dir=make_migrations_dir(tmp_path / "migrations-u"),
+    )
+    with unlimited.writer() as con:
+        assert con.execute(query).fetchone()[0] != expected
+
+
+def test_a_memory_limit_duckdb_refuses_says_which_setting(tmp_path: Path) -> None:
+    settings = WarehouseSettings(path=tmp_path / "w.duckdb", memory_limit="plenty")
+    wh = Warehouse(settings, migrations_dir=make_migrations_dir(tmp_path / "migrations"))
+    with pytest.raises(WarehouseError, match=r"warehouse\.memory_limit") as caught:
+        wh.migrate()
+    assert "4GB" in (caught.value.hint or "")
