@@ -527,42 +527,32 @@ def _kind_name(kind: type) -> str:
     }[kind]
 
 
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B)\s*", re.IGNORECASE)
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT])(i?)B\s*", re.IGNORECASE)
 _SHARE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")
-_SIZE_UNITS = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 MIN_MEMORY_LIMIT_BYTES = 256 << 20
-"""Below this DuckDB cannot run annex's merges; a smaller ``warehouse.memory_limit`` is a typo."""
-
-
-def memory_limit_bytes(value: str) -> float | None:
-    """Bytes of a ``warehouse.memory_limit`` size (``"4GB"``, ``"2GiB"``), None for a share of
-    RAM (``"50%"``); ValueError when it is neither."""
-    if _SHARE.fullmatch(value):
-        return None
-    size = _SIZE.fullmatch(value)
-    if size is None:
-        raise ValueError(value)
-    unit = size.group(2).lower()
-    base = 1 << (10 * "kmgt".index(unit[0]) + 10) if "i" in unit else _SIZE_UNITS[unit]
-    return float(size.group(1)) * base
+"""The smallest ``warehouse.memory_limit`` annex accepts: a cap below it is a typo."""
 
 
 def _memory_limit(reader: _Reader) -> str | None:
+    """``warehouse.memory_limit`` as DuckDB takes it: a size (decimal or binary units) of at
+    least ``MIN_MEMORY_LIMIT_BYTES``, or a share of RAM from 1% to 100%."""
     value = reader.get("memory_limit", str, None)
     if value is None:
         return None
-    problem = 'must be a size such as "4GB" or "2GiB", or a share of RAM such as "50%"'
-    try:
-        size = memory_limit_bytes(value)
-    except ValueError:
-        raise reader.error("warehouse.memory_limit", value, problem) from None
-    if size is None:
-        share = float(_SHARE.fullmatch(value).group(1))  # type: ignore[union-attr]
-        if not 1 <= share <= 100:
+    share, size = _SHARE.fullmatch(value), _SIZE.fullmatch(value)
+    if share is not None:
+        if not 1 <= float(share.group(1)) <= 100:
             raise reader.error("warehouse.memory_limit", value, "must be between 1% and 100%")
-    elif size < MIN_MEMORY_LIMIT_BYTES:
+    elif size is not None:
+        power = "KMGT".index(size.group(2).upper()) + 1
+        unit = 1024**power if size.group(3) else 1000**power
+        if float(size.group(1)) * unit < MIN_MEMORY_LIMIT_BYTES:
+            raise reader.error("warehouse.memory_limit", value, "must be at least 256MiB")
+    else:
         raise reader.error(
-            "warehouse.memory_limit", value, "must be at least 256MiB (annex's merges need it)"
+            "warehouse.memory_limit",
+            value,
+            'must be a size such as "4GB" or "2GiB", or a share of RAM such as "50%"',
         )
     return value.strip()
 

@@ -189,7 +189,14 @@ def test_custom_profile_appends_hostname_and_rejects_repeats(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(
     ("written", "kept"),
-    [('"4GB"', "4GB"), ('" 2GiB "', "2GiB"), ('"1.5gb"', "1.5gb"), ('"50%"', "50%")],
+    [
+        ('"4GB"', "4GB"),
+        ('" 2GiB "', "2GiB"),
+        ('"1.5gb"', "1.5gb"),
+        ('"50%"', "50%"),
+        ('"256MiB"', "256MiB"),  # the smallest: 268,435,456 bytes
+        ('"270MB"', "270MB"),  # decimal units: 270,000,000 bytes
+    ],
 )
 def test_warehouse_memory_limit_is_a_size_or_a_share(
     tmp_path: Path, written: str, kept: str
@@ -208,6 +215,8 @@ def test_warehouse_memory_limit_defaults_to_duckdbs_own(tmp_path: Path) -> None:
         ('"lots"', "must be a size"),
         ('"4 bananas"', "must be a size"),
         ('"100MB"', "at least 256MiB"),
+        ('"260MB"', "at least 256MiB"),  # 260,000,000 bytes: below 256 MiB
+        ('"255MiB"', "at least 256MiB"),
         ('"0%"', "between 1% and 100%"),
         ('"150%"', "between 1% and 100%"),
         ("4", "must be a string"),
