@@ -48,7 +48,8 @@ holds the incremental refresh to the full rebuild after every load of random gra
 
 What an incremental refresh still pays for the whole history: each step of its recursions
 scans ``core.lineage_run_io`` (DuckDB hash-joins the step's few rows against the whole table),
-and the ``kind`` update joins every kept closure row.
+and the ``kind`` update probes every kept closure row (against only the datasets whose
+``datasetType`` facets the new collections brought).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from datetime import datetime
 
 import duckdb
 
@@ -466,7 +468,7 @@ def refresh_lineage(con: duckdb.DuckDBPyConnection, *, full: bool = False) -> di
     return counts
 
 
-def _search_cycles(con: duckdb.DuckDBPyConnection, now: object) -> int:
+def _search_cycles(con: duckdb.DuckDBPyConnection, now: datetime) -> int:
     """Rebuild ``marts.lineage_cycles`` from every edge; returns the trim rounds it took."""
     con.execute(_EDGES)
     rounds = 0
