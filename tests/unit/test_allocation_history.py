@@ -5,22 +5,14 @@ watch commit between two collections makes the next refresh rebuild the hours it
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from pathlib import Path
 
-import pytest
 from test_warehouse_utilisation import T0, inventory, query, refresh
 
-from annex.settings import WarehouseSettings
 from warehouse import Warehouse
 
 
 def at(hour: int, minute: int = 0, second: int = 0) -> datetime:
     return T0 + timedelta(hours=hour, minutes=minute, seconds=second)
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
 
 
 def watched(wh: Warehouse, pod: str, namespace: str, gpus: int, start, end, committed) -> None:

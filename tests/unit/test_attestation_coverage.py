@@ -7,13 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pytest
 
-from annex.settings import WarehouseSettings
 from collectors.attestation.schema import ATTESTATION_RECORDS, ATTESTATION_SUBMISSIONS
 from warehouse import Warehouse, load_collection
 from warehouse.models.attestation import ATTESTATION_MODEL
@@ -164,11 +161,6 @@ class Evidence:
             "attestation_records",
             pa.RecordBatch.from_pylist(self.records, schema=ATTESTATION_RECORDS),
         )
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
 
 
 def load(wh: Warehouse, evidence: Evidence) -> None:

@@ -5,19 +5,10 @@ combine exactly from its columns."""
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
-import pytest
 from test_warehouse_utilisation import T0, Telemetry, every, inventory, load, query, refresh
 
-from annex.settings import WarehouseSettings
 from warehouse import Warehouse
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
-
 
 NODE = {"uid": "u1", "name": "node-1", "pool": "p", "region": "r", "capacity": 8,
         "allocatable": 8, "valid_from": T0}  # fmt: skip

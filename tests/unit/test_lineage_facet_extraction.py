@@ -5,7 +5,6 @@ JSON text as sent; shapes the schema would refuse (a collector bug) drop out, ne
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import orjson
 import pytest
@@ -50,11 +49,6 @@ EVENT = {
     "producer": "https://example.com/p",
     "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
 }
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
 
 
 def _facets(wh: Warehouse) -> list[tuple]:

@@ -4,9 +4,7 @@ are reported (never looped on), and a 5,000-version closure is computed set-base
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-import pytest
 from lineage_warehouse_helpers import (
     T0,
     dataset,
@@ -20,14 +18,8 @@ from lineage_warehouse_helpers import (
     training_facet,
 )
 
-from annex.settings import WarehouseSettings
 from warehouse import Warehouse
 from warehouse.models.lineage import refresh_lineage
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
 
 
 def _ckpt(name: str = "m/ckpt") -> dict:

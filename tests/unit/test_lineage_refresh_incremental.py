@@ -6,7 +6,6 @@ checkpoints a load can have changed."""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +23,6 @@ from lineage_warehouse_helpers import (
     training_facet,
 )
 
-from annex.settings import WarehouseSettings
 from warehouse import Warehouse
 from warehouse.models.lineage import refresh_lineage
 
@@ -33,11 +31,6 @@ MARTS = {
     "models": "SELECT * EXCLUDE (refreshed_at) FROM marts.lineage_models ORDER BY ALL",
     "cycles": "SELECT * EXCLUDE (refreshed_at) FROM marts.lineage_cycles ORDER BY ALL",
 }
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
 
 
 def _marts(wh: Warehouse) -> dict[str, list[tuple]]:

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pytest
 
-from annex.settings import WarehouseSettings
 from collectors.attestation.schema import (
     ATTESTATION_RECORDS,
     ATTESTATION_SUBMISSIONS,
@@ -146,11 +143,6 @@ def batches(
     yield "attestation_records", pa.RecordBatch.from_pylist(records, schema=ATTESTATION_RECORDS)
     if rejected:
         yield "rejected", pa.RecordBatch.from_pylist(rejected, schema=REJECTED)
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
 
 
 def load(wh: Warehouse, records: list[dict], submissions: list[dict], **kwargs: object):

@@ -4,13 +4,10 @@ rejected with reasons, peaks refreshed."""
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pytest
 
-from annex.settings import WarehouseSettings
 from warehouse import Warehouse, load_collection
 from warehouse.models.gpubench import GPUBENCH_MODEL
 
@@ -74,11 +71,6 @@ def collection(records: list[dict]):
             ]
         ),
     )
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
 
 
 def query(wh: Warehouse, sql: str) -> list[tuple]:

@@ -28,15 +28,9 @@ from lineage_warehouse_helpers import (
     training_facet,
 )
 
-from annex.settings import WarehouseSettings
 from collectors.lineage.schema import TABLES
 from warehouse import Warehouse
 from warehouse.models.lineage import LINEAGE_MODEL, refresh_lineage
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
 
 
 def test_staging_table_matches_the_collector_schema() -> None:

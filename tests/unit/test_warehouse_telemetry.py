@@ -47,11 +47,6 @@ def samples_batch(index: list[int], minutes: list[int], values: list[float]) -> 
     )
 
 
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
-
-
 def query(wh: Warehouse, sql: str) -> list[tuple]:
     with duckdb.connect(str(wh.path), read_only=True) as con:
         return con.execute(sql).fetchall()

@@ -5,13 +5,11 @@ refreshes that rebuild only the hours new data touched."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 import pytest
 
-from annex.settings import WarehouseSettings
 from warehouse import Warehouse, load_collection
 from warehouse.models.gpubench import GPUBENCH_MODEL
 from warehouse.models.telemetry import TELEMETRY_MODEL
@@ -105,11 +103,6 @@ class Telemetry:
                 }
             ),
         )
-
-
-@pytest.fixture
-def wh(tmp_path: Path) -> Warehouse:
-    return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
 
 
 def query(wh: Warehouse, sql: str, params: list | None = None) -> list[tuple]:
