@@ -63,6 +63,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from annex.settings import LineageSettings
 from collectors.lineage.events import RAW_KEEP, Accepted, ParsedBatch, Rejected, parse_events
@@ -145,32 +146,40 @@ def utc_naive(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
 
 
-def event_row(accepted: Accepted, received_at: datetime) -> dict[str, Any]:
-    """The spool row (a ``LINEAGE_EVENTS`` row less ``source_locator``) of an accepted event;
-    ``received_at`` naive UTC."""
+_EVENT_NAMES = [name for name, _ in _EVENT_FIELDS]
+
+
+def _event_values(accepted: Accepted) -> tuple[Any, ...]:
+    """An accepted event's values of ``_EVENT_FIELDS``, in their order (``payload`` as UTF-8
+    bytes: Arrow takes them for a string column and checks them, with no decode here)."""
     event = accepted.event
     when = accepted.event_time
     offset = when.utcoffset()
     run = event.get("run") if accepted.kind == "RunEvent" else None
     job = event.get("job") if accepted.kind != "DatasetEvent" else None
-    payload = (accepted.text or orjson.dumps(event)).decode("utf-8")
-    return {
-        "kind": "event",
-        "index": accepted.index,
-        "received_at": received_at,
-        "event_id": accepted.event_id,
-        "event_time": utc_naive(when),
-        "event_time_offset_minutes": int(offset.total_seconds() // 60) if offset else 0,
-        "event_kind": accepted.kind,
-        "event_type": event.get("eventType") if accepted.kind == "RunEvent" else None,
-        "run_id": run["runId"].lower() if run else None,
-        "job_namespace": job.get("namespace") if job else None,
-        "job_name": job.get("name") if job else None,
-        "producer": event.get("producer"),
-        "schema_url": event.get("schemaURL"),
-        "payload": payload,
-        "findings": [f"{f.code}: {f.path}" for f in accepted.findings],
-    }
+    return (
+        accepted.event_id,
+        utc_naive(when),
+        int(offset.total_seconds() // 60) if offset else 0,
+        accepted.kind,
+        event.get("eventType") if accepted.kind == "RunEvent" else None,
+        run["runId"].lower() if run else None,
+        job.get("namespace") if job else None,
+        job.get("name") if job else None,
+        event.get("producer"),
+        event.get("schemaURL"),
+        accepted.text or orjson.dumps(event),
+        [f"{f.code}: {f.path}" for f in accepted.findings],
+    )
+
+
+def event_row(accepted: Accepted, received_at: datetime) -> dict[str, Any]:
+    """The spool row (a ``LINEAGE_EVENTS`` row less ``source_locator``) of an accepted event;
+    ``received_at`` naive UTC."""
+    row: dict[str, Any] = {"kind": "event", "index": accepted.index, "received_at": received_at}
+    row.update(zip(_EVENT_NAMES, _event_values(accepted), strict=True))
+    row["payload"] = row["payload"].decode("utf-8")
+    return row
 
 
 def rejected_row(rejected: Rejected, received_at: datetime) -> dict[str, Any]:
@@ -188,12 +197,37 @@ def rejected_row(rejected: Rejected, received_at: datetime) -> dict[str, Any]:
 
 def spool_table(parsed: ParsedBatch, received_at: datetime) -> pa.Table:
     """Every outcome of one request (``SPOOL_TABLE``): accepted events (each ``event_id``
-    once) and rejections, in request order."""
+    once) and rejections, in request order.
+
+    The events' columns are built column by column (a request of 1,000 events: about half
+    the time of one dict per row); the rare rejections are rows, and the two are put in
+    request order only when both are there."""
     when = utc_naive(received_at)
-    rows = [event_row(a, when) for a in parsed.accepted if not a.duplicate]
-    rows += [rejected_row(r, when) for r in parsed.rejected]
-    rows.sort(key=lambda row: row["index"])
-    return pa.Table.from_pylist(rows, schema=SPOOL_TABLE)
+    accepted = [a for a in parsed.accepted if not a.duplicate]
+    tables = []
+    if accepted:
+        count = len(accepted)
+        values = list(zip(*(_event_values(a) for a in accepted), strict=True))
+        columns: dict[str, Any] = {
+            "kind": ["event"] * count,
+            "index": [a.index for a in accepted],
+            "received_at": [when] * count,
+            **dict(zip(_EVENT_NAMES, values, strict=True)),
+        }
+        arrays = [
+            pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(count, f.type)
+            for f in SPOOL_TABLE
+        ]
+        tables.append(pa.Table.from_arrays(arrays, schema=SPOOL_TABLE))
+    if parsed.rejected:
+        rows = [rejected_row(r, when) for r in parsed.rejected]
+        tables.append(pa.Table.from_pylist(rows, schema=SPOOL_TABLE))
+    if not tables:
+        return SPOOL_TABLE.empty_table()
+    if len(tables) == 1:
+        return tables[0]
+    table = pa.concat_tables(tables)
+    return table.take(pc.sort_indices(table, [("index", "ascending")]))
 
 
 def spool_file(parsed: ParsedBatch, received_at: datetime) -> bytes:
