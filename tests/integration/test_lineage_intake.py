@@ -126,6 +126,8 @@ def test_one_gzip_event_is_accepted_with_its_id_and_spooled_once(
         event["job"]["namespace"],
         event["job"]["name"],
     )
+    assert (line["producer"], line["schema_url"]) == (event["producer"], event["schemaURL"])
+    assert line["findings"] == []
     # written atomically: no temporary file is left behind
     [path] = spool_files(settings)
     assert path.suffix == ".arrow" and not path.name.startswith(".")
