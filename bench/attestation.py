@@ -35,7 +35,7 @@ from typing import Any
 
 import jwt
 
-from bench.collect_scale import RESULTS, cpu_times, machine
+from bench.collect_scale import append_results, cpu_times, machine
 
 GPUS_PER_NODE = 8
 NONCE_KEY = bytes(range(32))
@@ -213,9 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     if not args.no_record:
-        with RESULTS.open("a") as out:
-            out.write("\n" + text)
-        print(f"appended to {RESULTS}", file=sys.stderr)
+        append_results(text)
     return 0
 
 

@@ -31,6 +31,13 @@ from pathlib import Path
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
+def append_results(report: str) -> None:
+    """Append a bench's report to ``RESULTS`` (after a blank line), and say so on stderr."""
+    with RESULTS.open("a") as out:
+        out.write("\n" + report.strip("\n") + "\n")
+    print(f"appended to {RESULTS}", file=sys.stderr)
+
+
 @dataclass
 class Measurement:
     name: str
@@ -221,9 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(runs, args.nodes, args.page_size)
     print(report)
     if not args.no_record:
-        with RESULTS.open("a") as out:
-            out.write(report + "\n")
-        print(f"appended to {RESULTS}", file=sys.stderr)
+        append_results(report)
     return 0 if all(run.returncode == 0 for run in runs) else 1
 
 

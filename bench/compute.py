@@ -37,7 +37,7 @@ import duckdb
 from annex.compute import PeakTable
 from annex.model_registry import ModelRegistry, parse_model, registry_rows
 from annex.settings import ComputeSettings, WarehouseSettings
-from bench.collect_scale import RESULTS, machine
+from bench.collect_scale import append_results, machine
 from warehouse import Warehouse
 from warehouse.models.compute import refresh_compute
 from warehouse.models.utilisation import rebuild_daily_rollups
@@ -194,9 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(table)
     if not args.no_record:
-        with RESULTS.open("a") as out:
-            out.write("\n" + table)
-        print(f"appended to {RESULTS}", file=sys.stderr)
+        append_results(table)
     return 0
 
 

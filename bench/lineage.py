@@ -53,7 +53,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.collect_scale import RESULTS, cpu_times, machine
+from bench.collect_scale import append_results, cpu_times, machine
 
 TOKEN = "bench-lineage-token-0123456789abcdef"
 _VERSION = re.compile(r'"datasetVersion":"([^"]*)"')
@@ -515,9 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines_out)
     print(text)
     if not args.no_record:
-        with RESULTS.open("a") as out:
-            out.write("\n" + text)
-        print(f"appended to {RESULTS}", file=sys.stderr)
+        append_results(text)
     return 0
 
 

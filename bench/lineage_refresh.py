@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.collect_scale import RESULTS, machine
+from bench.collect_scale import append_results, machine
 from bench.lineage import make_events
 
 # Every column of every lineage mart, summed as hashes: equal when the marts are equal (as
@@ -145,9 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(out)
     print(text)
     if not args.no_record:
-        with RESULTS.open("a") as handle:
-            handle.write("\n" + text)
-        print(f"appended to {RESULTS}", file=sys.stderr)
+        append_results(text)
     return 0
 
 

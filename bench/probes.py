@@ -30,12 +30,10 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from bench.collect_scale import machine
+from bench.collect_scale import append_results, machine
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
 GOAL_RATIO = 0.90
 GOALS = {("gemm", "bf16"), ("gemm", "fp8"), ("copy", "fp32")}
 """(benchmark, dtype) rows with the issue's "within 10 % of torch" goal."""
@@ -275,9 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(rows, device, device_info.versions(), torch.version.cuda)
     print(report)
     if not args.no_record:
-        with RESULTS.open("a") as out:
-            out.write("\n" + report)
-        log(f"appended to {RESULTS}")
+        append_results(report)
     measured = [row for row in rows if not row.skipped]
     failed = [row for row in measured if row.error or not row.triton_correct]
     return EXIT_INCORRECT if failed else EXIT_OK

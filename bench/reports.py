@@ -36,7 +36,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.collect_scale import RESULTS, cpu_times, machine, start_simulator
+from bench.collect_scale import append_results, cpu_times, machine, start_simulator
 
 CLUSTER = "bench"
 BAR_SECONDS = 20.0
@@ -350,9 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(args, period.label, days, size, annex, pdf, naive, naive_facts, queries, steal)
     print(report)
     if not args.no_record:
-        with RESULTS.open("a") as results:
-            results.write("\n" + report + "\n")
-        print(f"appended to {RESULTS}", file=sys.stderr)
+        append_results(report)
     return 0 if annex.returncode == 0 and naive.returncode == 0 else 1
 
 

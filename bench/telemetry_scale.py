@@ -35,7 +35,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bench.collect_scale import RESULTS, cpu_times, machine
+from bench.collect_scale import append_results, cpu_times, machine
 
 DAY = dt.datetime(2026, 11, 20)
 CHUNK_MINUTES = 10
@@ -270,9 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     if not args.no_record:
-        with RESULTS.open("a") as out:
-            out.write("\n" + text)
-        print(f"appended to {RESULTS}", file=sys.stderr)
+        append_results(text)
     return 0
 
 

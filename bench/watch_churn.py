@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.collect_scale import RESULTS, cpu_times, machine
+from bench.collect_scale import append_results, cpu_times, machine
 
 POD_CHANGES_PER_JOB = 5
 """A short job's pod changes: created (Pending), bound, Running, Succeeded, deleted."""
@@ -703,9 +703,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(phases, args.nodes, started["seconds"])
     print(report)
     if not args.no_record:
-        with RESULTS.open("a") as out:
-            out.write(report + "\n")
-        print(f"appended to {RESULTS}", file=sys.stderr)
+        append_results(report)
     ok = all(p.watch_exit == 0 and p.watch_misses.pods == 0 for p in phases)
     return 0 if ok else 1
 

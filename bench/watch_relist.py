@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.collect_scale import RESULTS, Measurement, machine, measure, start_simulator
+from bench.collect_scale import Measurement, append_results, machine, measure, start_simulator
 
 MODES = {"watchlist": "always", "list": "never"}
 """Bench run name -> ``WatchOptions.streaming_list``."""
@@ -185,9 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(runs, found, args.nodes, args.label)
     print(report)
     if not args.no_record:
-        with RESULTS.open("a") as out:
-            out.write(report + "\n")
-        print(f"appended to {RESULTS}", file=sys.stderr)
+        append_results(report)
     return 0 if all(run.returncode == 0 for run in runs) else 1
 
 
