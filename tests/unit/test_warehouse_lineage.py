@@ -297,6 +297,9 @@ def test_rows_breaking_the_collector_contract_are_kept_as_rejected(wh):
     result = load_rows(wh, [good, bad_json, no_id])
     assert result.status == "succeeded"
     assert result.rejected_count == 2
+    messages = [m for (m,) in query(wh, "SELECT message FROM audit.rejected")]
+    assert sorted("payload is not JSON" in m for m in messages) == [False, True]
+    assert sorted("event_id is missing" in m for m in messages) == [False, True]
     assert query(wh, "SELECT count(*) FROM core.lineage_events")[0][0] == 1
 
 
