@@ -237,6 +237,23 @@ def test_facets_merge_by_event_time_not_arrival(wh):
     assert _licence(wh, version) == "CC-BY-4.0"
 
 
+@pytest.mark.parametrize("order", ["one_batch", "larger_first", "smaller_first"])
+def test_a_tie_in_event_time_goes_to_the_larger_event_id(wh, order):
+    # two events with one eventTime and the same facet: the larger event_id's is current,
+    # whether they come in one collection or in two, in either order
+    version = dv("hf://datasets", "org/lic", "v1")
+    mit, gpl = _with_licence("MIT", T0), _with_licence("GPL-3.0-only", T0)
+    larger, smaller = sorted([mit, gpl], key=lambda e: event_row(e)["event_id"], reverse=True)
+    if order == "one_batch":
+        load(wh, [smaller, larger], refresh=False)
+    else:
+        first, second = (larger, smaller) if order == "larger_first" else (smaller, larger)
+        load(wh, [first], refresh=False)
+        load(wh, [second], refresh=False)
+    expected = "MIT" if larger is mit else "GPL-3.0-only"
+    assert _licence(wh, version) == expected
+
+
 def test_unversioned_dataset_facets_apply_to_versions_without_their_own(wh):
     r = run_id("inherit")
     load(

@@ -365,13 +365,15 @@ FROM entries;
 DROP TABLE lin_graph;
 DROP TABLE lin_new;
 
--- The batch's latest facet per entity and facet name, by (eventTime, event_id): one aggregate
--- over the narrow keys of this collection's rows (not a window over the wide rows: sorting the
--- facets' JSON is what would cost), then merged into the heads by a join (no index to
--- maintain): a stored head is replaced only by a newer one.
+-- The batch's latest facet per entity and facet name, by (eventTime, event_id): the latest
+-- eventTime by one aggregate over the narrow keys of this collection's rows (not a window over
+-- the wide rows: sorting the facets' JSON is what would cost; and a plain max: an arg_max keyed
+-- by (event_time, event_id) costs twice the whole step), the rows of that time by a join, then
+-- the rare ties (two events of the batch, one eventTime) to the larger event_id. Merged into
+-- the heads by a join (no index to maintain): a stored head is replaced only by a newer one.
 CREATE OR REPLACE TEMP TABLE lin_facet_latest AS
 WITH latest AS (
-    SELECT entity_kind, entity_id, facet_name, arg_max(event_id, (event_time, event_id)) AS event_id
+    SELECT entity_kind, entity_id, facet_name, max(event_time) AS event_time
     FROM core.lineage_facets
     WHERE collection_id = getvariable('collection_id')
     GROUP BY entity_kind, entity_id, facet_name
@@ -381,8 +383,22 @@ SELECT f.entity_kind, f.entity_id, f.facet_name, f.event_id, f.event_time, f.del
 FROM core.lineage_facets AS f
 JOIN latest AS l
     ON l.entity_kind = f.entity_kind AND l.entity_id = f.entity_id
-    AND l.facet_name = f.facet_name AND l.event_id = f.event_id
+    AND l.facet_name = f.facet_name AND l.event_time = f.event_time
 WHERE f.collection_id = getvariable('collection_id');
+
+DELETE FROM lin_facet_latest
+WHERE rowid IN (
+    SELECT x.rowid
+    FROM lin_facet_latest AS x
+    JOIN (
+        SELECT entity_kind, entity_id, facet_name, max(event_id) AS event_id
+        FROM lin_facet_latest
+        GROUP BY entity_kind, entity_id, facet_name
+        HAVING count(*) > 1
+    ) AS t
+        ON t.entity_kind = x.entity_kind AND t.entity_id = x.entity_id
+        AND t.facet_name = x.facet_name AND x.event_id < t.event_id
+);
 
 MERGE INTO core.lineage_facet_heads AS h
 USING lin_facet_latest AS n
