@@ -531,6 +531,10 @@ _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT])(i?)B\s*", re.IGNORECASE)
 _SHARE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*%\s*")
 MIN_MEMORY_LIMIT_BYTES = 256 << 20
 """The smallest ``warehouse.memory_limit`` annex accepts: a cap below it is a typo."""
+MEMORY_LIMIT_FORMS = (
+    'a size such as "4GB" or "2GiB" (at least 256MiB), or a share of RAM such as "50%"'
+)
+"""What ``warehouse.memory_limit`` accepts, in the words of every message about it."""
 
 
 def _memory_limit(reader: _Reader) -> str | None:
@@ -549,11 +553,7 @@ def _memory_limit(reader: _Reader) -> str | None:
         if float(size.group(1)) * unit < MIN_MEMORY_LIMIT_BYTES:
             raise reader.error("warehouse.memory_limit", value, "must be at least 256MiB")
     else:
-        raise reader.error(
-            "warehouse.memory_limit",
-            value,
-            'must be a size such as "4GB" or "2GiB", or a share of RAM such as "50%"',
-        )
+        raise reader.error("warehouse.memory_limit", value, f"must be {MEMORY_LIMIT_FORMS}")
     return value.strip()
 
 

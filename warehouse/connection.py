@@ -22,7 +22,7 @@ from pathlib import Path
 import duckdb
 
 from annex.errors import MigrationError, WarehouseError
-from annex.settings import WarehouseSettings
+from annex.settings import MEMORY_LIMIT_FORMS, WarehouseSettings
 from warehouse.lock import read_holder, try_writer_lock, writer_lock
 from warehouse.migrate import (
     AppliedMigration,
@@ -283,7 +283,7 @@ def _limit_memory(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
         con.close()
         raise WarehouseError(
             f"DuckDB refuses warehouse.memory_limit = {memory_limit!r}: {exc}",
-            hint='give a size such as "4GB" or "2GiB" (at least 256MiB), or a share such as "50%"',
+            hint=f"give {MEMORY_LIMIT_FORMS}",
         ) from exc
 
 
