@@ -3,6 +3,8 @@ open/close/publish cycles without stray write-ahead logs."""
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import subprocess
 import sys
@@ -92,11 +94,16 @@ def test_failed_copy_never_exposes_a_partial_file(
     before = wh.published_path.read_bytes()
     load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(2, 10), publish=False)
 
-    def copy_half_then_fail(src, dst, length=0) -> None:
-        dst.write(src.read(4096))
-        raise OSError(28, "No space left on device")
+    real_copy = os.copy_file_range
+    calls = []
 
-    monkeypatch.setattr(shutil, "copyfileobj", copy_half_then_fail)
+    def copy_part_then_fail(src: int, dst: int, count: int, *args: object) -> int:
+        calls.append(count)
+        if len(calls) == 1:
+            return real_copy(src, dst, 4096)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "copy_file_range", copy_part_then_fail)
     with pytest.raises(WarehouseError, match="No space left") as caught:
         wh.publish()
     assert "annex warehouse publish" in (caught.value.hint or "")
@@ -106,6 +113,48 @@ def test_failed_copy_never_exposes_a_partial_file(
     monkeypatch.undo()
     wh.publish()
     assert _published_count(wh) == 20
+
+
+@pytest.mark.parametrize("kernel", ["cross-device", "missing"])
+def test_publish_copies_through_user_space_where_the_kernel_cannot(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch, kernel: str
+) -> None:
+    """copy_file_range refused between two file systems (older kernels), or absent (macOS):
+    the same bytes, read and written by Python."""
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10), publish=False)
+    if kernel == "missing":
+        monkeypatch.delattr(os, "copy_file_range")
+    else:
+
+        def cross_device(*args: object) -> int:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+        monkeypatch.setattr(os, "copy_file_range", cross_device)
+    through_python = []
+    real_copyfileobj = shutil.copyfileobj
+
+    def counted(*args: object, **kwargs: object) -> None:
+        through_python.append(args)
+        real_copyfileobj(*args, **kwargs)
+
+    monkeypatch.setattr(shutil, "copyfileobj", counted)
+    wh.publish()
+    assert len(through_python) == 1
+    assert wh.published_path.read_bytes() == wh.path.read_bytes()
+    assert _published_count(wh) == 10
+
+
+def test_publish_copies_in_the_kernel(wh: Warehouse, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy is the kernel's (no pass through Python), whole and byte for byte."""
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10), publish=False)
+
+    def not_through_python(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the copy went through user space")
+
+    monkeypatch.setattr(shutil, "copyfileobj", not_through_python)
+    wh.publish()
+    assert wh.published_path.read_bytes() == wh.path.read_bytes()
+    assert _published_count(wh) == 10
 
 
 def test_status_during_a_write_reads_the_published_copy_without_waiting(
@@ -124,10 +173,10 @@ def test_status_during_a_write_reads_the_published_copy_without_waiting(
 def test_load_that_cannot_publish_says_the_collection_was_kept(
     wh: Warehouse, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_space(src, dst, length=0) -> None:
-        raise OSError(28, "No space left on device")
+    def no_space(*args: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(shutil, "copyfileobj", no_space)
+    monkeypatch.setattr(os, "copy_file_range", no_space)
     with pytest.raises(WarehouseError, match="was loaded, but publishing") as caught:
         load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
     assert "annex warehouse publish" in (caught.value.hint or "")
