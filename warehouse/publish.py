@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import logging
 import os
 import shutil
@@ -39,8 +40,9 @@ def copy_atomically(live: Path, published: Path) -> Path:
             "replays it",
         )
     published.parent.mkdir(parents=True, exist_ok=True)
+    _remove_unfinished_copies(published)
     fd, tmp_name = tempfile.mkstemp(
-        dir=published.parent, prefix=f".{published.name}.", suffix=".tmp"
+        dir=published.parent, prefix=f".{published.name}.", suffix=_TMP_SUFFIX
     )
     tmp = Path(tmp_name)
     try:
@@ -70,6 +72,22 @@ def copy_atomically(live: Path, published: Path) -> Path:
             ) from exc
         raise
     return published
+
+
+_TMP_SUFFIX = ".tmp"
+
+
+def _remove_unfinished_copies(published: Path) -> None:
+    """Delete the temp copies of publishes that were killed mid-copy (SIGKILL, an OOM kill, a
+    lost node: no ``except`` ran). Each is as large as the warehouse, and nothing else would
+    ever remove them. Only the writer lock's holder publishes, so none of them is in use."""
+    for leftover in published.parent.glob(f".{glob.escape(published.name)}.*{_TMP_SUFFIX}"):
+        with contextlib.suppress(FileNotFoundError):
+            size = leftover.stat().st_size
+            leftover.unlink()
+            log.warning(
+                "removed %s (%d bytes): the copy of a publish that did not finish", leftover, size
+            )
 
 
 _NO_KERNEL_COPY = frozenset(

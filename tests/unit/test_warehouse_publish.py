@@ -157,6 +157,26 @@ def test_publish_copies_in_the_kernel(wh: Warehouse, monkeypatch: pytest.MonkeyP
     assert _published_count(wh) == 10
 
 
+def test_publish_removes_the_copies_of_killed_publishes(
+    wh: Warehouse, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A publish killed mid-copy (no ``except`` runs) leaves its temp copy, as large as the
+    warehouse; the next publish deletes it and nothing else."""
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    folder = wh.published_path.parent
+    leftover = folder / f".{wh.published_path.name}.k1ll3d.tmp"
+    leftover.write_bytes(b"\0" * 4096)
+    unrelated = [folder / "notes.tmp", folder / f"{wh.published_path.name}.bak"]
+    for path in unrelated:
+        path.write_text("not annex's")
+    with caplog.at_level("WARNING", logger="warehouse.publish"):
+        wh.publish()
+    assert not leftover.exists()
+    assert all(path.read_text() == "not annex's" for path in unrelated)
+    assert "did not finish" in caplog.text and str(leftover) in caplog.text
+    assert _published_count(wh) == 10
+
+
 def test_status_during_a_write_reads_the_published_copy_without_waiting(
     wh: Warehouse,
 ) -> None:
