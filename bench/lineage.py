@@ -294,6 +294,7 @@ def run_annex(
         if collect_every > 0:
             collector.join()
     intake.close()
+    cpu_http = process_cpu() - cpu_started  # the validating processes and producers have ended
     if failed:
         raise failed[0]
     print(
@@ -305,6 +306,7 @@ def run_annex(
     collect_started = time.perf_counter()
     outcome = collect_lineage_evidence(settings, wh=wh, refresh=False, publish=False, now=now())
     load_seconds = time.perf_counter() - collect_started
+    cpu_load = process_cpu() - cpu_started - cpu_http
     print(
         f"annex last collection: {load_seconds:.1f} s ({outcome.stats.events:,} events)",
         file=sys.stderr,
@@ -318,6 +320,7 @@ def run_annex(
     total = time.perf_counter() - started
     # the validating processes are joined by now: their CPU counts, their start-up included
     cpu = process_cpu() - cpu_started
+    cpu_refresh = cpu - cpu_http - cpu_load
     collected_during = sum(n for _, n, _ in during)
     closure = _closure_times(wh)
     spool = sum(p.stat().st_size for p in (folder / "lineage").rglob("*.arrow"))
@@ -327,6 +330,9 @@ def run_annex(
         "refresh": refresh_seconds,
         "total": total,
         "cpu": cpu,
+        "cpu_http": cpu_http,
+        "cpu_load": cpu_load,
+        "cpu_refresh": cpu_refresh,
         "events": outcome.stats.events + collected_during,
         "rejected": outcome.stats.rejected + sum(r for _, _, r in during),
         "collections_during": len(during),
@@ -451,8 +457,10 @@ def main(argv: list[str] | None = None) -> int:
     stolen = (steal_after - steal_before) / max(1, cpu_after - cpu_before)
 
     count = len(lines)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     ratio = float(annex["total"]) / anchor_seconds
     last = count - int(annex["collected_during"])  # events of the collection after the intake
+    meanwhile = " (with the collections meanwhile)" if args.collect_every > 0 else ""
     lines_out = [
         f"## lineage: {count:,} OpenLineage events, {args.batch:,} per request "
         f"({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)",
@@ -477,7 +485,8 @@ def main(argv: list[str] | None = None) -> int:
         "gunzip, validate, hash, "
         f"spool (Arrow IPC, fsync; {annex['spool_bytes'] / 2**20:,.0f} MiB) | "
         f"{annex['http']:.1f} | "
-        f"{count / float(annex['http']):,.0f} | {float(annex['http']) / anchor_seconds:.2f} | |",
+        f"{count / float(annex['http']):,.0f} | {float(annex['http']) / anchor_seconds:.2f} | "
+        f"{annex['cpu_http']:.1f}{meanwhile} |",
         *(
             [
                 f"| annex collections while the producers post ({annex['collections_during']}, "
@@ -490,15 +499,18 @@ def main(argv: list[str] | None = None) -> int:
         f"| annex {'last ' if args.collect_every > 0 else ''}collection: spool → "
         f"core.lineage_* (one transaction, "
         f"{last:,} events) | {annex['load']:.1f} | {last / float(annex['load']):,.0f} | "
-        f"{float(annex['load']) / anchor_seconds:.2f} | |",
-        f"| annex refresh_lineage + publish | {annex['refresh']:.1f} | | | |",
+        f"{float(annex['load']) / anchor_seconds:.2f} | {annex['cpu_load']:.1f} |",
+        f"| annex refresh_lineage + publish | {annex['refresh']:.1f} | | | "
+        f"{annex['cpu_refresh']:.1f} |",
         f"| **annex total** (first request → published warehouse) | **{annex['total']:.1f}** | "
         f"**{count / float(annex['total']):,.0f}** | **{ratio:.2f}** | {annex['cpu']:.1f} |",
         "",
         f"CPU: annex's processes (server, collections, validating processes, producers) used "
         f"{annex['cpu']:.1f} s, {annex['cpu'] / anchor_cpu:.2f}x the anchor's {anchor_cpu:.1f} s "
         "(CPU time is not inflated by the hypervisor's steal; a busy neighbour on the host "
-        "still slows it).",
+        f"still slows it). On {cores} cores that CPU takes at least "
+        f"{annex['cpu'] / cores:.1f} s of wall time, {annex['cpu'] / cores / anchor_seconds:.2f}x "
+        "the anchor's, however well the steps overlap.",
         "",
         f"Closure of the largest model, {annex.get('model')} with {annex.get('upstream')} "
         f"upstream versions (of {annex.get('versions'):,} dataset versions): "
