@@ -4,7 +4,8 @@ An intake writes each request's file atomically into ``<spool_dir>/incoming`` be
 answers; producers may also drop files into watched folders. A collection lists what waits
 (cheaply: a directory listing, so a sensor can ask every minute), reads it, and moves the files
 it used up to an archive only after its warehouse transaction committed: a crash in between
-leaves them waiting, and the next collection's load is idempotent.
+leaves them waiting, and the next collection's load is idempotent. An intake killed mid-write
+leaves a hidden temporary file, never a half file; the next intake to start deletes it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import shutil
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +33,12 @@ def compact_time(moment: datetime) -> str:
 def utc(moment: datetime) -> datetime:
     """Aware times are converted to UTC; naive ones are taken as UTC already (DESIGN §2)."""
     return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+ABANDONED_AFTER_SECONDS = 3600.0
+"""Age past which a temporary file of ``write_atomically`` is one nobody writes any more (a
+write takes milliseconds; another intake sharing the folder may be writing a younger one)."""
+_TEMPORARY = re.compile(r"\..+\.\d+\.\d+\.tmp")
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -50,6 +59,47 @@ def write_atomically(path: Path, data: bytes) -> None:
         os.fsync(folder)
     finally:
         os.close(folder)
+
+
+def remove_abandoned_writes(
+    folder: Path, *, older_than_seconds: float = ABANDONED_AFTER_SECONDS
+) -> int:
+    """Delete the temporary files that ``write_atomically`` left in ``folder`` when its process
+    was killed between writing and renaming (an OOM kill, a lost node: no ``except`` ran), once
+    they are ``older_than_seconds`` old; return how many. Such a request was never answered, so
+    its producer sends it again: the file holds nothing that is not elsewhere, and nothing else
+    would ever remove it. An intake calls this when it starts, which is when a killed one
+    restarts."""
+    removed = 0
+    cutoff = time.time() - older_than_seconds
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return 0  # nothing written yet (or no folder at all: the first write will say so)
+    except OSError as exc:
+        log.warning("cannot list %s: %s", folder, exc.strerror or exc)
+        return 0
+    for entry in entries:
+        if not _TEMPORARY.fullmatch(entry.name):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False) or entry.stat().st_mtime > cutoff:
+                continue
+            os.unlink(entry.path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # never stops an intake from starting
+            log.warning("cannot remove %s: %s", entry.path, exc.strerror or exc)
+            continue
+        removed += 1
+    if removed:
+        log.warning(
+            "removed %d unfinished spool writes from %s (older than %.0f s)",
+            removed,
+            folder,
+            older_than_seconds,
+        )
+    return removed
 
 
 # --- what waits ------------------------------------------------------------------------------

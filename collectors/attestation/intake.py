@@ -40,7 +40,7 @@ import orjson
 
 from annex.settings import AttestationSettings
 from collectors.attestation.nonce import issue_nonce
-from collectors.spool import compact_time, utc, write_atomically
+from collectors.spool import compact_time, remove_abandoned_writes, utc, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,7 @@ class AttestationIntake:
         self.settings = settings
         self.nonce_key = nonce_key
         self.incoming = settings.spool_dir / INCOMING
+        remove_abandoned_writes(self.incoming)
         self._lock = threading.Lock()
         self._waiting: dict[str, str] | None = None
         """submission_id[:16] -> spool file name, of the files (probably) in ``incoming/``."""

@@ -68,7 +68,7 @@ import pyarrow.compute as pc
 from annex.settings import LineageSettings
 from collectors.lineage.events import RAW_KEEP, Accepted, ParsedBatch, Rejected, parse_events
 from collectors.lineage.schema import TIMESTAMP
-from collectors.spool import compact_time, write_atomically
+from collectors.spool import compact_time, remove_abandoned_writes, write_atomically
 
 log = logging.getLogger(__name__)
 
@@ -330,6 +330,7 @@ class LineageIntake:
         self.settings = settings
         self.workers = settings.intake_workers if workers is None else workers
         self.incoming = settings.spool_dir / INCOMING
+        remove_abandoned_writes(self.incoming)
         self._ready = False
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
