@@ -254,6 +254,80 @@ def test_a_tie_in_event_time_goes_to_the_larger_event_id(wh, order):
     assert _licence(wh, version) == expected
 
 
+def _load_in_order(wh, earlier: dict, later: dict, order: str) -> None:
+    """``earlier`` and ``later`` (by the rule under test) in one collection, or in two in either
+    order: the result must not depend on which."""
+    if order == "one_batch":
+        load(wh, [later, earlier], refresh=False)
+    else:
+        first, second = (earlier, later) if order == "earlier_first" else (later, earlier)
+        load(wh, [first], refresh=False)
+        load(wh, [second], refresh=False)
+
+
+def _producer(wh, version: str) -> tuple:
+    return query(
+        wh,
+        "SELECT produced_by_run_id, produced_at, created_at FROM core.lineage_dataset_versions "
+        "WHERE dataset_version_id = ?",
+        [version],
+    )[0]
+
+
+ORDERS = ["one_batch", "earlier_first", "later_first"]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_version_s_producer_is_the_run_of_its_earliest_output_event(wh, order):
+    # two runs claim one version (the same datasetVersion): the earlier event's run produced it
+    ckpt = dataset("s3://ckpt", "model", "step-1000")
+    early, late = run_id("early"), run_id("late")
+    earlier = run_event(early, "COMPLETE", T0 + minutes(5), outputs=[ckpt])
+    later = run_event(late, "COMPLETE", T0 + minutes(10), outputs=[ckpt])
+    _load_in_order(wh, earlier, later, order)
+    moment = (T0 + minutes(5)).replace(tzinfo=None)
+    assert _producer(wh, dv("s3://ckpt", "model", "step-1000")) == (early, moment, moment)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_tie_for_a_version_s_producer_goes_to_the_smaller_run_id(wh, order):
+    ckpt = dataset("s3://ckpt", "model", "step-2000")
+    smaller, larger = sorted([run_id("tie-a"), run_id("tie-b")])
+    _load_in_order(
+        wh,
+        run_event(smaller, "COMPLETE", T0, outputs=[ckpt]),
+        run_event(larger, "COMPLETE", T0, outputs=[ckpt]),
+        order,
+    )
+    moment = T0.replace(tzinfo=None)
+    assert _producer(wh, dv("s3://ckpt", "model", "step-2000")) == (smaller, moment, moment)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("tie", [False, True])
+def test_an_edge_keeps_the_earliest_event_that_names_it(wh, order, tie):
+    # a run's input named by two of its events: the edge's first event is the earlier one by
+    # eventTime, and on a tie the smaller event_id, whatever the arrival
+    r = run_id("edge")
+    src = dataset("hf://datasets", "org/src", "v1")
+    events = [
+        run_event(r, "START", T0 + minutes(1), inputs=[src]),
+        run_event(r, "RUNNING", T0 + minutes(1 if tie else 3), inputs=[src]),
+    ]
+    if tie:
+        events.sort(key=lambda e: event_row(e)["event_id"])
+    earlier, later = events
+    _load_in_order(wh, earlier, later, order)
+    rows = query(
+        wh,
+        "SELECT first_event_time, first_event_id FROM core.lineage_run_io "
+        "WHERE run_id = ? AND direction = 'INPUT'",
+        [r],
+    )
+    when = event_row(earlier)["event_time"]
+    assert rows == [(when, event_row(earlier)["event_id"])]
+
+
 def test_unversioned_dataset_facets_apply_to_versions_without_their_own(wh):
     r = run_id("inherit")
     load(

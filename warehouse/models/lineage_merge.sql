@@ -285,10 +285,14 @@ SELECT
 FROM lin_items AS i
 LEFT JOIN producers AS p ON p.dataset_version_id = i.dataset_version_id
 GROUP BY i.dataset_version_id
+-- (the stored producer is replaced by an earlier one; on a tie, by the smaller run id, as
+-- within a batch: the result does not depend on which collection brought which event)
 ON CONFLICT (dataset_version_id) DO UPDATE SET
     produced_by_run_id = CASE
         WHEN excluded.produced_at IS NOT NULL
-             AND (produced_at IS NULL OR excluded.produced_at < produced_at)
+             AND (produced_at IS NULL OR excluded.produced_at < produced_at
+                  OR (excluded.produced_at = produced_at
+                      AND excluded.produced_by_run_id < produced_by_run_id))
             THEN excluded.produced_by_run_id
         ELSE produced_by_run_id
     END,
@@ -307,11 +311,17 @@ SELECT run_id, dataset_version_id, direction, min(event_time),
 FROM lin_items
 WHERE event_kind = 'RunEvent' AND direction IN ('INPUT', 'OUTPUT')
 GROUP BY run_id, dataset_version_id, direction
+-- (the earliest event naming the edge; on a tie in eventTime the smaller event_id, as within
+-- a batch, whichever collection brought it)
 ON CONFLICT (run_id, dataset_version_id, direction) DO UPDATE SET
-    first_event_time = CASE WHEN excluded.first_event_time < first_event_time
-        THEN excluded.first_event_time ELSE first_event_time END,
-    first_event_id = CASE WHEN excluded.first_event_time < first_event_time
-        THEN excluded.first_event_id ELSE first_event_id END;
+    first_event_time = least(first_event_time, excluded.first_event_time),
+    first_event_id = CASE
+        WHEN excluded.first_event_time < first_event_time
+             OR (excluded.first_event_time = first_event_time
+                 AND excluded.first_event_id < first_event_id)
+            THEN excluded.first_event_id
+        ELSE first_event_id
+    END;
 
 -- 5. -------------------------------------------------------------------------------------------
 -- The facets of the new events, one row per entity, facet name and event: run facets of run
