@@ -328,6 +328,21 @@ def test_an_edge_keeps_the_earliest_event_that_names_it(wh, order, tie):
     assert rows == [(when, event_row(earlier)["event_id"])]
 
 
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_version_named_by_its_facet_and_by_its_run_id_is_sourced_from_the_facet(wh, order):
+    # a run sends its runId as its output's datasetVersion in one event and no version facet in
+    # another: one version (the same id), whose source is the facet whatever the order
+    r = run_id("self-versioned")
+    with_facet = run_event(r, "START", T0, outputs=[dataset("s3://o", "shard", r)])
+    without = run_event(r, "COMPLETE", T0 + minutes(1), outputs=[dataset("s3://o", "shard")])
+    _load_in_order(wh, with_facet, without, order)
+    rows = query(
+        wh,
+        "SELECT version, version_source FROM core.lineage_dataset_versions WHERE name = 'shard'",
+    )
+    assert rows == [(r, "facet")]
+
+
 def test_unversioned_dataset_facets_apply_to_versions_without_their_own(wh):
     r = run_id("inherit")
     load(

@@ -278,7 +278,7 @@ SELECT
     any_value(i.namespace),
     any_value(i.name),
     any_value(i.version),
-    any_value(i.version_source),
+    min(i.version_source),  -- 'facet' before 'run': see the ON CONFLICT below
     any_value(p.run_id),
     any_value(p.event_time),
     min(i.event_time)
@@ -302,7 +302,10 @@ ON CONFLICT (dataset_version_id) DO UPDATE SET
             THEN excluded.produced_at
         ELSE produced_at
     END,
-    created_at = least(created_at, excluded.created_at);
+    created_at = least(created_at, excluded.created_at),
+    -- one id, two sources: a run that sends its runId as its output's datasetVersion too. The
+    -- version facet, what the producer said, is the source, whichever event came first.
+    version_source = least(version_source, excluded.version_source);
 
 INSERT INTO core.lineage_run_io
     (run_id, dataset_version_id, direction, first_event_time, first_event_id, collection_id)
