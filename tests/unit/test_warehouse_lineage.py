@@ -394,6 +394,18 @@ def test_a_run_reading_and_writing_the_same_version_is_rejected(wh):
     assert query(wh, "SELECT reason_code FROM audit.rejected") == [("reads_own_output",)]
     assert query(wh, "SELECT count(*) FROM core.lineage_events")[0][0] == 1
     assert query(wh, "SELECT count(*) FROM core.lineage_runs WHERE run_id = ?", [r])[0][0] == 0
+    [(message,)] = query(wh, "SELECT message FROM audit.rejected")
+    assert f"run {r} reads and writes the same dataset version s3://b/table@v7 (event" in message
+
+
+def test_a_run_with_two_loops_is_rejected_naming_one_of_them(wh):
+    r = run_id("two-loops")
+    one, other = dataset("s3://a", "x", "1"), dataset("s3://b", "y", "2")
+    load(wh, [run_event(r, "COMPLETE", T0, inputs=[other, one], outputs=[one, other])])
+    [(message,)] = query(wh, "SELECT message FROM audit.rejected")
+    # a real loop, whole (not the namespace of one and the name of the other), the same one
+    # at every rerun, and the count of the rest
+    assert "the same dataset version s3://a/x@1 and 1 more (event" in message
 
 
 def test_rows_breaking_the_collector_contract_are_kept_as_rejected(wh):

@@ -218,15 +218,19 @@ INSERT INTO stage_rejected (locator, reason_code, message, raw)
 SELECT
     coalesce(n.source_locator, 'lineage event ' || n.event_id),
     'reads_own_output',
-    format('run {} reads and writes the same dataset version {}/{}@{} (event {}): a version '
+    format('run {} reads and writes the same dataset version {}/{}@{}{} (event {}): a version '
            'cannot be its own ancestor; send the output''s new version in its version facet',
-           n.run_id, l.namespace, l.name, l.version, n.event_id),
+           n.run_id, l.first.namespace, l.first.name, l.first.version,
+           CASE WHEN l.loops > 1 THEN format(' and {} more', l.loops - 1) ELSE '' END,
+           n.event_id),
     encode(s.payload)
 FROM lin_new AS n
 JOIN stage_lineage_events AS s ON s.rowid = n.staged_row
-JOIN (SELECT event_id, any_value(namespace) AS namespace, any_value(name) AS name,
-             any_value(version) AS version
-      FROM lin_loops GROUP BY event_id) AS l ON l.event_id = n.event_id;
+JOIN (  -- one loop named (the first by namespace, name, version: the same text at every rerun)
+    SELECT event_id, min({'namespace': namespace, 'name': name, 'version': version}) AS first,
+           count(*) AS loops
+    FROM lin_loops GROUP BY event_id
+) AS l ON l.event_id = n.event_id;
 
 DELETE FROM lin_new WHERE event_id IN (SELECT event_id FROM lin_loops);
 DELETE FROM lin_parsed WHERE event_id IN (SELECT event_id FROM lin_loops);
