@@ -47,7 +47,7 @@ def copy_atomically(live: Path, published: Path) -> Path:
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out, live.open("rb") as src:
-            copy_contents(src, out)
+            _copy_contents(src, out)
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, 0o644)
@@ -98,7 +98,7 @@ system on an older kernel, a file system or sandbox without it): then the bytes 
 through user space instead."""
 
 
-def copy_contents(src: BinaryIO, dst: BinaryIO) -> None:
+def _copy_contents(src: BinaryIO, dst: BinaryIO) -> None:
     """Copy the whole of ``src`` (at offset 0) into the empty ``dst``.
 
     In the kernel where it can (``copy_file_range``): the bytes never pass through Python, and
