@@ -460,6 +460,18 @@ WHERE d.dataset_id = k.dataset_id AND d.kind <> k.kind;
 CREATE OR REPLACE TEMP TABLE lin_touched_runs AS
 SELECT DISTINCT run_id FROM lin_parsed WHERE event_kind = 'RunEvent';
 
+-- No stored event of a touched run is older than its stored first_event_time (the minimum over
+-- its events, kept by this step), and the new ones are the batch's: reading the stored events
+-- from the earliest of these skips the row groups of older history (by their eventTime zone
+-- maps) instead of reading the run id of every event ever stored.
+SET VARIABLE lin_runs_from = (
+    SELECT least(
+        (SELECT min(event_time) FROM lin_parsed WHERE event_kind = 'RunEvent'),
+        (SELECT min(first_event_time) FROM core.lineage_runs
+         WHERE run_id IN (SELECT run_id FROM lin_touched_runs))
+    )
+);
+
 INSERT INTO core.lineage_runs
     (run_id, job_id, job_namespace, job_name, parent_run_id, state, started_at, ended_at,
      state_event_time, state_event_id, first_event_time, last_event_time, events,
@@ -468,6 +480,7 @@ WITH ev AS (
     SELECT run_id, event_id, event_time, event_type, job_namespace, job_name
     FROM core.lineage_events
     WHERE event_kind = 'RunEvent' AND run_id IN (SELECT run_id FROM lin_touched_runs)
+      AND event_time >= getvariable('lin_runs_from')
 ),
 terminal AS (
     SELECT run_id, event_type, event_time, event_id
