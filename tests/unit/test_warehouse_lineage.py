@@ -237,32 +237,30 @@ def test_facets_merge_by_event_time_not_arrival(wh):
     assert _licence(wh, version) == "CC-BY-4.0"
 
 
-@pytest.mark.parametrize("order", ["one_batch", "larger_first", "smaller_first"])
-def test_a_tie_in_event_time_goes_to_the_larger_event_id(wh, order):
-    # two events with one eventTime and the same facet: the larger event_id's is current,
-    # whether they come in one collection or in two, in either order
-    version = dv("hf://datasets", "org/lic", "v1")
-    mit, gpl = _with_licence("MIT", T0), _with_licence("GPL-3.0-only", T0)
-    larger, smaller = sorted([mit, gpl], key=lambda e: event_row(e)["event_id"], reverse=True)
-    if order == "one_batch":
-        load(wh, [smaller, larger], refresh=False)
-    else:
-        first, second = (larger, smaller) if order == "larger_first" else (smaller, larger)
-        load(wh, [first], refresh=False)
-        load(wh, [second], refresh=False)
-    expected = "MIT" if larger is mit else "GPL-3.0-only"
-    assert _licence(wh, version) == expected
-
-
 def _load_in_order(wh, earlier: dict, later: dict, order: str) -> None:
-    """``earlier`` and ``later`` (by the rule under test) in one collection, or in two in either
-    order: the result must not depend on which."""
+    """``earlier`` and ``later`` (by eventTime, then id: the order the rule under test sorts
+    by) in one collection, or in two in either order: the result must not depend on which."""
     if order == "one_batch":
         load(wh, [later, earlier], refresh=False)
     else:
         first, second = (earlier, later) if order == "earlier_first" else (later, earlier)
         load(wh, [first], refresh=False)
         load(wh, [second], refresh=False)
+
+
+ORDERS = ["one_batch", "earlier_first", "later_first"]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_tie_in_event_time_goes_to_the_larger_event_id(wh, order):
+    # two events with one eventTime and the same facet: the larger event_id's is current,
+    # whether they come in one collection or in two, in either order
+    version = dv("hf://datasets", "org/lic", "v1")
+    mit, gpl = _with_licence("MIT", T0), _with_licence("GPL-3.0-only", T0)
+    smaller, larger = sorted([mit, gpl], key=lambda e: event_row(e)["event_id"])
+    _load_in_order(wh, smaller, larger, order)
+    expected = "MIT" if larger is mit else "GPL-3.0-only"
+    assert _licence(wh, version) == expected
 
 
 def _producer(wh, version: str) -> tuple:
@@ -272,9 +270,6 @@ def _producer(wh, version: str) -> tuple:
         "WHERE dataset_version_id = ?",
         [version],
     )[0]
-
-
-ORDERS = ["one_batch", "earlier_first", "later_first"]
 
 
 @pytest.mark.parametrize("order", ORDERS)
