@@ -1,6 +1,6 @@
 """The data dictionary: ``docs/data-dictionary.md``, generated from the warehouse's own comments.
 
-Every table, view and column of ``core``, ``marts`` and ``audit`` carries a ``COMMENT ON`` in
+Every table, view, column and macro of ``core``, ``marts`` and ``audit`` carries a ``COMMENT ON`` in
 its migration; this module migrates a fresh temp warehouse and writes those comments out as
 Markdown, so the dictionary can never describe a different schema than the migrations build.
 
@@ -28,7 +28,7 @@ SCHEMAS = ("raw", "core", "marts", "audit", "meta")
 """In the order analysts meet them; ``raw`` and ``meta`` are listed but need no comments."""
 
 DOCUMENTED_SCHEMAS = ("core", "marts", "audit")
-"""Schemas whose every table, view and column must have a comment (tests enforce it)."""
+"""Schemas whose every table, view, column and macro must have a comment (tests enforce it)."""
 
 
 @dataclass(frozen=True)
@@ -43,13 +43,13 @@ class Relation:
     schema: str
     name: str
     kind: str
-    """``table`` or ``view``."""
+    """``table``, ``view`` or ``macro`` (a SQL function: its parameters are its columns)."""
     comment: str | None
     columns: tuple[Column, ...]
 
 
 def describe(con: duckdb.DuckDBPyConnection) -> list[Relation]:
-    """Every table and view of the annex schemas, with columns, in a stable order."""
+    """Every table, view and macro of the annex schemas, with columns, in a stable order."""
     relations = con.execute(
         """
         SELECT schema_name, table_name, 'table', comment FROM duckdb_tables()
@@ -57,6 +57,12 @@ def describe(con: duckdb.DuckDBPyConnection) -> list[Relation]:
         UNION ALL
         SELECT schema_name, view_name, 'view', comment FROM duckdb_views()
         WHERE NOT temporary AND NOT internal AND database_name = current_database()
+        """
+    ).fetchall()
+    macros = con.execute(
+        """
+        SELECT schema_name, function_name, comment, parameters FROM duckdb_functions()
+        WHERE function_type = 'macro' AND NOT internal AND database_name = current_database()
         """
     ).fetchall()
     columns = con.execute(
@@ -74,6 +80,11 @@ def describe(con: duckdb.DuckDBPyConnection) -> list[Relation]:
         for schema, name, kind, comment in relations
         if schema in SCHEMAS
     ]
+    result += [
+        Relation(schema, name, "macro", comment, tuple(Column(p, "", None) for p in parameters))
+        for schema, name, comment, parameters in macros
+        if schema in SCHEMAS
+    ]
     result.sort(key=lambda r: (SCHEMAS.index(r.schema), r.name))
     return result
 
@@ -87,9 +98,10 @@ def missing_comments(relations: list[Relation]) -> list[str]:
         qualified = f"{relation.schema}.{relation.name}"
         if not (relation.comment or "").strip():
             missing.append(qualified)
-        missing.extend(
-            f"{qualified}.{c.name}" for c in relation.columns if not (c.comment or "").strip()
-        )
+        if relation.kind != "macro":  # (a macro's parameters are named in its comment)
+            missing.extend(
+                f"{qualified}.{c.name}" for c in relation.columns if not (c.comment or "").strip()
+            )
     return missing
 
 
@@ -113,6 +125,15 @@ def render(relations: list[Relation], migrations: list[str]) -> str:
             continue
         lines += ["", f"## Schema `{schema}`"]
         for relation in in_schema:
+            if relation.kind == "macro":
+                parameters = ", ".join(c.name for c in relation.columns)
+                lines += [
+                    "",
+                    f"### Macro `{schema}.{relation.name}({parameters})`",
+                    "",
+                    _text(relation.comment),
+                ]
+                continue
             lines += [
                 "",
                 f"### {relation.kind.capitalize()} `{schema}.{relation.name}`",

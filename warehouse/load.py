@@ -270,14 +270,15 @@ def _keep_rejected(con: duckdb.DuckDBPyConnection) -> int:
 def _run_statements(con: duckdb.DuckDBPyConnection, sql: str, what: str) -> None:
     """Run ';'-separated statements one by one, so an error names the statement that failed."""
     for number, statement in enumerate(con.extract_statements(sql), start=1):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         try:
             con.execute(statement)
             log.debug(
-                "%s statement %d took %.3f s: %s",
+                "%s statement %d took %.3f s (CPU %.3f s): %s",
                 what,
                 number,
                 time.perf_counter() - started,
+                time.process_time() - cpu_started,
                 statement.query.strip().splitlines()[0][:80],
             )
         except duckdb.Error as exc:

@@ -144,3 +144,58 @@ def test_odd_shapes_drop_out_without_aborting(
     assert query(wh, "SELECT count(*) FROM core.lineage_facets")[0][0] == facets
     if versions:  # a number where a string belongs: its JSON text, as the schema never lets in
         assert query(wh, "SELECT namespace FROM core.lineage_datasets") == [("7",)]
+
+
+def test_a_dataset_listed_twice_keeps_its_first_listing_in_the_view_and_the_heads(
+    wh: Warehouse,
+) -> None:
+    """Both listings name one version: the first one's facets count, in the history view
+    and in the heads the merge keeps, whatever order the engine reads the items in."""
+    listings = [
+        {"namespace": "s3://b", "name": "d", "facets": {"annex_licensing": {"n": i}}}
+        for i in range(1, 40)
+    ]
+    event = {**EVENT, "inputs": listings, "outputs": []}
+    load_rows(wh, [event_row(event, text=json.dumps(event))])
+    key = dataset_version_id("s3://b", "d", None)
+    sql = "SELECT facet FROM {} WHERE entity_id = ? AND facet_name = 'annex_licensing'"
+    assert [json.loads(r[0]) for r in query(wh, sql.format("core.lineage_facets"), [key])] == [
+        {"n": 1}
+    ]
+    heads = query(wh, sql.format("core.lineage_facet_heads"), [key])
+    assert [json.loads(r[0]) for r in heads] == [{"n": 1}]
+
+
+def test_the_history_view_gives_the_heads_the_merge_kept(wh: Warehouse) -> None:
+    """The merge keeps only the heads; core.lineage_facets derives every event's facets from
+    the stored payloads. The latest row of the view per entity and facet name is the head,
+    over events of several collections, sent out of order, with a deletion and a tie."""
+    later = {**EVENT, "eventTime": "2026-11-02T09:00:00Z"}
+    later["run"] = {"runId": RUN, "facets": {"annex_trainingRun": {"stage": "FINE_TUNING"}}}
+    later["outputs"] = [
+        {**EVENT["outputs"][0], "facets": {"datasetType": {"_deleted": True}, "gone": {"a": 1}}}
+    ]
+    tie = {**later, "job": {**EVENT["job"], "facets": {"jobType": {"jobType": "TIE"}}}}
+    for event in (later, EVENT, tie):  # one collection each, the newest first
+        assert load_rows(wh, [event_row(event, text=json.dumps(event))]).rejected_count == 0
+    latest = query(
+        wh,
+        "SELECT entity_kind, entity_id, facet_name, event_id, event_time, deleted, facet::VARCHAR,"
+        " run_id, dataset_version_id, collection_id FROM core.lineage_facets"
+        " QUALIFY row_number() OVER (PARTITION BY entity_kind, entity_id, facet_name"
+        " ORDER BY event_time DESC, event_id DESC) = 1 ORDER BY ALL",
+    )
+    heads = query(
+        wh,
+        "SELECT entity_kind, entity_id, facet_name, event_id, event_time, deleted, facet::VARCHAR,"
+        " run_id, dataset_version_id, collection_id FROM core.lineage_facet_heads ORDER BY ALL",
+    )
+    assert heads == latest and len(heads) == 10
+    model = dataset_version_id("models", "m", RUN)
+    current = query(
+        wh,
+        "SELECT facet_name FROM core.lineage_current_facets WHERE entity_id = ? ORDER BY 1",
+        [model],
+    )
+    assert current == [("gone",)]  # datasetType deleted later; gone re-sent later
+    assert query(wh, "SELECT count(*) FROM core.lineage_facets")[0][0] == 30

@@ -8,7 +8,14 @@ import pytest
 
 from annex.settings import WarehouseSettings
 from warehouse import Warehouse
-from warehouse.dictionary import DEFAULT_OUTPUT, describe, generate, main, missing_comments
+from warehouse.dictionary import (
+    DEFAULT_OUTPUT,
+    describe,
+    generate,
+    main,
+    missing_comments,
+    render,
+)
 from warehouse.testing import make_migrations_dir
 
 
@@ -27,7 +34,7 @@ def test_every_documented_table_view_and_column_has_a_comment(tmp_path: Path) ->
     assert missing_comments(relations) == []
 
 
-def test_missing_comments_are_found_for_tables_views_and_columns(tmp_path: Path) -> None:
+def test_missing_comments_are_found_for_tables_views_columns_and_macros(tmp_path: Path) -> None:
     migrations = make_migrations_dir(tmp_path / "migrations")
     (migrations / "0003_undocumented.sql").write_text(
         "CREATE TABLE marts.bare (a INTEGER, b INTEGER);\n"
@@ -35,11 +42,21 @@ def test_missing_comments_are_found_for_tables_views_and_columns(tmp_path: Path)
         "CREATE VIEW marts.v_bare AS SELECT a FROM marts.bare;\n"
         "COMMENT ON VIEW marts.v_bare IS 'a view';\n"
         "CREATE TABLE raw.anything (x INTEGER);\n"
+        "CREATE MACRO marts.twice(x) AS 2 * x;\n"
+        "CREATE MACRO marts.thrice(x) AS 3 * x;\n"
+        "COMMENT ON MACRO marts.thrice IS 'x times 3';\n"
     )
     wh = Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb"), migrations_dir=migrations)
     with wh.writer() as con:
         relations = describe(con)
-    assert missing_comments(relations) == ["marts.bare", "marts.bare.b", "marts.v_bare.a"]
+    assert missing_comments(relations) == [
+        "marts.bare",
+        "marts.bare.b",
+        "marts.twice",
+        "marts.v_bare.a",
+    ]
+    thrice = render(relations, ["0003_undocumented.sql"])
+    assert "### Macro `marts.thrice(x)`\n\nx times 3\n" in thrice
 
 
 def test_view_columns_take_comments_and_appear_in_the_dictionary(tmp_path: Path) -> None:

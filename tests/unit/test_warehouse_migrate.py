@@ -191,3 +191,35 @@ def test_migration_that_does_not_parse_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(MigrationError, match="not valid SQL") as caught:
         wh.migrate()
     assert str(bad) in caught.value.message
+
+
+def test_0016_keeps_each_heads_collection_before_dropping_the_facet_history(
+    tmp_path: Path,
+) -> None:
+    """The facet history becomes a view over the payloads; the collection that set each head,
+    which the lineage refresh reads, is taken from the old table first."""
+    migrations = tmp_path / "migrations"
+    migrations.mkdir()
+    for path in DEFAULT_MIGRATIONS_DIR.glob("*.sql"):
+        if path.name < "0016":
+            shutil.copy(path, migrations)
+    wh = _warehouse(tmp_path, migrations)
+    keys = "'dataset', 'v1', 'datasetType'"
+    with wh.writer() as con:
+        con.execute(
+            f"INSERT INTO core.lineage_facets VALUES ({keys}, 'e2', '2026-01-02', false,"
+            " '{}', NULL, 'v1', '2026-01-02', 'c2'),"
+            f" ({keys}, 'e1', '2026-01-01', false, '{{}}', NULL, 'v1', '2026-01-01', 'c1')"
+        )
+        con.execute(
+            f"INSERT INTO core.lineage_facet_heads VALUES ({keys}, 'e2', '2026-01-02', false,"
+            " '{}', NULL, 'v1')"
+        )
+    shutil.copy(DEFAULT_MIGRATIONS_DIR / "0016_lineage_facet_history_view.sql", migrations)
+    with wh.writer() as con:
+        heads = con.execute("SELECT event_id, collection_id FROM core.lineage_facet_heads")
+        assert heads.fetchall() == [("e2", "c2")]
+        kind = con.execute(
+            "SELECT table_type FROM information_schema.tables WHERE table_name = 'lineage_facets'"
+        )
+        assert kind.fetchall() == [("VIEW",)]

@@ -15,8 +15,9 @@
 -- 4. Jobs, datasets, versions and run inputs/outputs are upserted by their keys (ON CONFLICT):
 --    first-seen times only move earlier, a version's producer is the run of its earliest
 --    output event.
--- 5. Facets are appended; core.lineage_facet_heads keeps the latest per entity and facet name
---    by (eventTime, event_id): an older event arriving later never replaces a newer facet.
+-- 5. core.lineage_facet_heads keeps the latest facet per entity and facet name by (eventTime,
+--    event_id): an older event arriving later never replaces a newer facet. The facets of each
+--    event are not stored again: core.lineage_facets reads them from the stored payloads.
 -- 6. Derived state of what this batch touched only: the kind of its datasets (MODEL from the
 --    current datasetType facets) and its runs, recomputed from all of their stored events
 --    (state from the terminal event with the latest eventTime, else the latest event with an
@@ -82,20 +83,12 @@ WHERE s.rowid NOT IN (SELECT staged_row FROM lin_problems)
 -- 3. -------------------------------------------------------------------------------------------
 -- The graph parts of the new events: their payloads parsed once, into the datasets they name
 -- (inputs, outputs, a dataset event's dataset) and the facet maps (each facet's JSON text as
--- sent: numbers keep their spelling). A shape the schema would refuse (a collector bug) gives
--- NULL there, never an error: json_transform is not strict.
+-- stored; the macros are migration 0016's, shared with the core.lineage_facets view). A shape
+-- the schema would refuse (a collector bug) gives NULL there, never an error.
 CREATE OR REPLACE TEMP TABLE lin_graph AS
 SELECT
     rowid AS staged_row,
-    TRY(json_transform(payload, '{
-        "run": {"facets": "MAP(VARCHAR, JSON)"},
-        "job": {"facets": "MAP(VARCHAR, JSON)"},
-        "inputs": [{"namespace": "VARCHAR", "name": "VARCHAR", "facets": "MAP(VARCHAR, JSON)",
-                    "inputFacets": "MAP(VARCHAR, JSON)"}],
-        "outputs": [{"namespace": "VARCHAR", "name": "VARCHAR", "facets": "MAP(VARCHAR, JSON)",
-                     "outputFacets": "MAP(VARCHAR, JSON)"}],
-        "dataset": {"namespace": "VARCHAR", "name": "VARCHAR", "facets": "MAP(VARCHAR, JSON)"}
-    }')) AS g
+    core.lineage_graph(payload) AS g
 FROM stage_lineage_events
 WHERE rowid IN (SELECT staged_row FROM lin_new);
 
@@ -124,7 +117,7 @@ SELECT
     run_id,
     job_namespace,
     job_name,
-    CASE WHEN job_name IS NOT NULL THEN md5(job_namespace || chr(31) || job_name) END AS job_id
+    CASE WHEN job_name IS NOT NULL THEN core.lineage_job_id(job_namespace, job_name) END AS job_id
 FROM lin_new;
 
 -- One row per dataset item, numbered from 0 in the event (inputs, outputs, then the dataset),
@@ -180,30 +173,24 @@ SELECT
     direction,
     namespace,
     name,
-    CASE
-        WHEN facet_version IS NOT NULL THEN facet_version
-        WHEN direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN run_id
-    END AS version,
+    core.lineage_item_version(facet_version, direction, event_kind, run_id) AS version,
     CASE
         WHEN facet_version IS NOT NULL THEN 'facet'
         WHEN direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN 'run'
         ELSE 'none'
     END AS version_source,
-    md5(namespace || chr(31) || name) AS dataset_id,
-    md5(namespace || chr(31) || name || chr(31) || coalesce(
-        CASE
-            WHEN facet_version IS NOT NULL THEN facet_version
-            WHEN direction = 'OUTPUT' AND event_kind = 'RunEvent' THEN run_id
-        END, chr(30))) AS dataset_version_id,
+    core.lineage_dataset_id(namespace, name) AS dataset_id,
+    core.lineage_dataset_version_id(namespace, name, core.lineage_item_version(
+        facet_version, direction, event_kind, run_id)) AS dataset_version_id,
     facets,
     io_facets
 FROM versioned;
 
--- A dataset listed twice on one side of an event: once (grouping the narrow keys, not sorting
--- the items' JSON).
+-- A dataset listed twice on one side of an event: its first listing (grouping the narrow keys,
+-- not sorting the items' JSON).
 DELETE FROM lin_items
 WHERE rowid NOT IN (
-    SELECT min(rowid) FROM lin_items GROUP BY event_id, direction, dataset_version_id
+    SELECT arg_min(rowid, item) FROM lin_items GROUP BY event_id, direction, dataset_version_id
 );
 
 -- A run that reads and writes the same version would make the version its own ancestor.
@@ -334,10 +321,9 @@ ON CONFLICT (run_id, dataset_version_id, direction) DO UPDATE SET
 -- The facets of the new events, one row per entity, facet name and event: run facets of run
 -- events, job facets of events with a job, a dataset version's facets and a run's input and
 -- output facets. Their text is the parsed payload's (already JSON: nothing is parsed again).
--- They go straight into core (no temp copy of the facets' text).
-INSERT INTO core.lineage_facets
-    (entity_kind, entity_id, facet_name, event_id, event_time, deleted, facet, run_id,
-     dataset_version_id, day, collection_id)
+-- They are not stored: the payloads are, and core.lineage_facets reads them there by these
+-- rules; only the latest per entity and facet name is kept (the heads, below).
+CREATE OR REPLACE TEMP TABLE lin_facets AS
 WITH entries AS (
     SELECT n.event_id, n.event_time, 'run' AS entity_kind, n.run_id AS entity_id,
            n.run_id, NULL AS dataset_version_id, unnest(map_entries(g.g.run.facets)) AS f
@@ -345,7 +331,7 @@ WITH entries AS (
     JOIN lin_new AS n ON n.staged_row = g.staged_row
     WHERE n.event_kind = 'RunEvent'
     UNION ALL
-    SELECT n.event_id, n.event_time, 'job', md5(n.job_namespace || chr(31) || n.job_name),
+    SELECT n.event_id, n.event_time, 'job', core.lineage_job_id(n.job_namespace, n.job_name),
            NULL, NULL, unnest(map_entries(g.g.job.facets))
     FROM lin_graph AS g
     JOIN lin_new AS n ON n.staged_row = g.staged_row
@@ -363,20 +349,13 @@ WITH entries AS (
 SELECT
     entity_kind,
     entity_id,
-    f.key,
+    f.key AS facet_name,
     event_id,
     event_time,
-    -- {"_deleted": true}: the text test first, so only such facets are parsed (a CASE: an
-    -- AND would parse every facet)
-    CASE WHEN contains(f.value, '"_deleted"')
-        THEN coalesce(json_extract(f.value, '$._deleted') = 'true'::JSON, false)
-        ELSE false
-    END,
-    f.value,
+    core.lineage_facet_deleted(f.value) AS deleted,
+    f.value AS facet,
     run_id,
-    dataset_version_id,
-    CAST(event_time AS DATE),
-    getvariable('collection_id')
+    dataset_version_id
 FROM entries;
 
 DROP TABLE lin_graph;
@@ -391,17 +370,17 @@ DROP TABLE lin_new;
 CREATE OR REPLACE TEMP TABLE lin_facet_latest AS
 WITH latest AS (
     SELECT entity_kind, entity_id, facet_name, max(event_time) AS event_time
-    FROM core.lineage_facets
-    WHERE collection_id = getvariable('collection_id')
+    FROM lin_facets
     GROUP BY entity_kind, entity_id, facet_name
 )
 SELECT f.entity_kind, f.entity_id, f.facet_name, f.event_id, f.event_time, f.deleted, f.facet,
        f.run_id, f.dataset_version_id
-FROM core.lineage_facets AS f
+FROM lin_facets AS f
 JOIN latest AS l
     ON l.entity_kind = f.entity_kind AND l.entity_id = f.entity_id
-    AND l.facet_name = f.facet_name AND l.event_time = f.event_time
-WHERE f.collection_id = getvariable('collection_id');
+    AND l.facet_name = f.facet_name AND l.event_time = f.event_time;
+
+DROP TABLE lin_facets;
 
 DELETE FROM lin_facet_latest
 WHERE rowid IN (
@@ -427,12 +406,13 @@ WHEN MATCHED AND (n.event_time > h.event_time
     deleted = n.deleted,
     facet = n.facet,
     run_id = n.run_id,
-    dataset_version_id = n.dataset_version_id
+    dataset_version_id = n.dataset_version_id,
+    collection_id = getvariable('collection_id')
 WHEN NOT MATCHED THEN INSERT
     (entity_kind, entity_id, facet_name, event_id, event_time, deleted, facet, run_id,
-     dataset_version_id)
+     dataset_version_id, collection_id)
     VALUES (n.entity_kind, n.entity_id, n.facet_name, n.event_id, n.event_time, n.deleted,
-            n.facet, n.run_id, n.dataset_version_id);
+            n.facet, n.run_id, n.dataset_version_id, getvariable('collection_id'));
 
 -- 6. -------------------------------------------------------------------------------------------
 UPDATE core.lineage_datasets AS d
@@ -521,7 +501,7 @@ facets AS (
 )
 SELECT
     a.run_id,
-    md5(j.job_namespace || chr(31) || j.job_name),
+    core.lineage_job_id(j.job_namespace, j.job_name),
     j.job_namespace,
     j.job_name,
     lower(f.parent ->> '$.run.runId'),

@@ -195,8 +195,8 @@ WHERE model_version_id IN (SELECT model_version_id FROM lin_seeds)
 """
 
 # A later datasetType facet can turn a dataset into a MODEL (or back): kept rows take the
-# current kind. A dataset's kind changes only in a collection that brings a datasetType facet
-# for one of its versions (the collection's step 6), so only those datasets are looked up, not
+# current kind. A dataset's kind changes only in a collection that sets the datasetType head of
+# one of its versions (the collection's step 6), so only those datasets are looked up, not
 # every kept row's.
 _KINDS = """
 UPDATE marts.lineage_model_inputs AS i
@@ -207,10 +207,10 @@ WHERE v.dataset_version_id = i.dataset_version_id
   AND i.kind <> d.kind
   AND d.dataset_id IN (
       SELECT typed.dataset_id
-      FROM core.lineage_facets AS f
-      JOIN core.lineage_dataset_versions AS typed ON typed.dataset_version_id = f.entity_id
-      WHERE f.collection_id IN (SELECT collection_id FROM lin_new_collections)
-        AND f.entity_kind = 'dataset' AND f.facet_name = 'datasetType'
+      FROM core.lineage_facet_heads AS h
+      JOIN core.lineage_dataset_versions AS typed ON typed.dataset_version_id = h.entity_id
+      WHERE h.collection_id IN (SELECT collection_id FROM lin_new_collections)
+        AND h.entity_kind = 'dataset' AND h.facet_name = 'datasetType'
   )
 """
 
