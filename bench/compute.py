@@ -79,7 +79,7 @@ FROM b_jobs;
 
 INSERT INTO core.lineage_facet_heads
 SELECT 'input', 'run-' || job_name || '/dv', 'annex_trainingUsage', 'ev-u-' || job_name,
-       started_at, false, '{"tokensConsumed": 2000000000}', 'run-' || job_name, 'dv'
+       started_at, false, '{"tokensConsumed": 2000000000}', 'run-' || job_name, 'dv', 'bench'
 FROM b_jobs;
 
 INSERT INTO marts.gpu_hourly (cluster, gpu_uuid, hour, day, node_name, gpu_model, samples,

@@ -35,10 +35,13 @@ five violations):
 
 ``event_id`` is the SHA-256 (hex) of the event's RFC 8785 (JCS) canonical JSON, computed over
 the event as received, before any facet is dropped, so a resent event gets the same id
-whatever its key order or whitespace. Limits of ``canonical_json``: a number is taken as
-an IEEE-754 double, as RFC 8785 says, so integers beyond 2**53 lose precision (orjson already
-decodes integers beyond 64 bits as doubles); duplicate object keys are not detected (the
-last one wins, as in orjson) although RFC 8785 requires I-JSON input.
+whatever its key order or whitespace. That canonical text is also the payload stored
+(``Accepted.text``), so an event_id can be checked against its payload with ``sha256sum``;
+except where a facet was dropped (the payload lacks it) or where the event has an integer
+beyond 2**53 (the payload keeps orjson's exact text). Limits of ``canonical_json``: a number
+is taken as an IEEE-754 double, as RFC 8785 says, so integers beyond 2**53 lose precision
+(orjson already decodes integers beyond 64 bits as doubles); duplicate object keys are not
+detected (the last one wins, as in orjson) although RFC 8785 requires I-JSON input.
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ class Accepted:
     event: dict[str, Any]  # the event, less any facet dropped as too large
     findings: tuple[Finding, ...] = ()
     duplicate: bool = False  # same event_id as an earlier event of this batch
-    text: bytes | None = None  # ``event`` as orjson wrote it (None: write it again)
+    text: bytes | None = None  # the payload to store (see _check_one; None: write ``event``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,10 +358,23 @@ def canonical_json(value: Any) -> bytes:
             out = orjson.dumps(value, option=_ORJSON_CANONICAL)
         except (orjson.JSONEncodeError, TypeError):
             return canonical_json_reference(value)
-        if _has_astral(out):
-            return canonical_json_reference(value)
-        if not _has_exponent(out):
-            return _integral_floats_as_integers(out)
+        return _canonical_from_sorted(value, out)
+    return _canonical_swapped(value)
+
+
+def _canonical_from_sorted(value: Any, out: bytes) -> bytes:
+    """``canonical_json`` of ``value`` given ``out``, orjson's ``_ORJSON_CANONICAL`` text of it
+    (the caller may need that text too: it is written once)."""
+    if _has_astral(out):
+        return canonical_json_reference(value)
+    if not _has_exponent(out):
+        return _integral_floats_as_integers(out)
+    return _canonical_swapped(value)
+
+
+def _canonical_swapped(value: Any) -> bytes:
+    """``canonical_json`` where a number may have an exponent: orjson writes the value with
+    integral floats swapped for ints (put back after), or the reference walk does."""
     swapped: list[tuple[Any, Any, float]] = []
     try:
         _swap_integral_floats(value, swapped)
@@ -594,11 +610,20 @@ def _check_one(
     max_datasets: int,
     max_facet_bytes: int,
 ) -> Accepted | Rejected:
+    # The text stored for the event is its canonical JSON, written once for the hash too (so
+    # event_id is the SHA-256 of the payload); an integer beyond 2**53, which RFC 8785 takes as
+    # a double, keeps orjson's exact text instead.
     try:
-        raw = orjson.dumps(event)
-    except orjson.JSONEncodeError:  # orjson writes at most 254 levels; it reads 1024
-        return Rejected(index, "too_large", f"nested more than {_MAX_DEPTH} levels deep")
-    eid = event_id(event)
+        written = orjson.dumps(event, option=_ORJSON_CANONICAL)
+    except orjson.JSONEncodeError:  # nested too deep, or an integer beyond 2**53
+        try:
+            written = raw = orjson.dumps(event)
+        except orjson.JSONEncodeError:  # orjson writes at most 254 levels; it reads 1024
+            return Rejected(index, "too_large", f"nested more than {_MAX_DEPTH} levels deep")
+        eid = event_id(event)
+    else:
+        raw = _canonical_from_sorted(event, written)
+        eid = hashlib.sha256(raw).hexdigest()
 
     def reject(reason: Reason, message: str, path: str = "") -> Rejected:
         return Rejected(index, reason, message, path, raw, event_id=eid)
@@ -613,7 +638,7 @@ def _check_one(
             return reject(
                 "too_many_datasets", f"{n} inputs+outputs, more than {max_datasets}", "inputs"
             )
-        if len(raw) > max_facet_bytes:  # else no facet can be over the limit
+        if len(written) > max_facet_bytes:  # else no facet can be over the limit (orjson's sizes)
             event, findings = _drop_large_facets(event, index, max_facet_bytes)
     kind = screen_event(event)  # the fast verdict; the Python validator names the reason
     violations = [] if kind is not None else check_event(event)[1]

@@ -28,7 +28,7 @@ copy of an event within one request is not written again (same ``event_id``: sam
 across requests the warehouse keeps one row per ``event_id``.
 
 Each row is already shaped as a row of ``collectors.lineage.schema``: an event row carries the
-columns of ``LINEAGE_EVENTS`` (the event as JSON text in ``payload``, as ``orjson`` wrote it)
+columns of ``LINEAGE_EVENTS`` (the event in ``payload`` as its RFC 8785 canonical JSON text)
 and a rejection row those of ``REJECTED``, so the collection reads the spool straight into
 Arrow, never parses a payload in Python and never validates an event twice. Spool files of
 earlier annex versions are still read: JSON lines (``LEGACY_SPOOL_SCHEMA``), and Arrow files

@@ -70,7 +70,7 @@ def _pretraining_run(con: duckdb.DuckDBPyConnection, name: str, start: datetime)
     )  # fmt: skip
     con.execute(
         "INSERT INTO core.lineage_facet_heads VALUES ('input', ?, 'annex_trainingUsage', ?, ?, "
-        "false, ?, ?, 'dv-shards')",
+        "false, ?, ?, 'dv-shards', NULL)",
         [f"run-{name}/dv-shards", f"ev-{name}-usage", start, json.dumps({"tokensConsumed": 2e11}),
          f"run-{name}"],
     )  # fmt: skip

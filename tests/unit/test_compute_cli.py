@@ -80,7 +80,7 @@ def _scenario(con: duckdb.DuckDBPyConnection, start: datetime) -> None:
         )
     con.execute(
         "INSERT INTO core.lineage_facet_heads VALUES ('input', 'R1/dv', 'annex_trainingUsage', "
-        "'ev-usage', ?, false, ?, 'R1', 'dv')",
+        "'ev-usage', ?, false, ?, 'R1', 'dv', NULL)",
         [start, json.dumps({"tokensConsumed": 2e11})],
     )
 

@@ -207,7 +207,7 @@ def insert_core(con: duckdb.DuckDBPyConnection) -> None:
     ]  # fmt: skip
     for kind, entity, name, event, facet, run_id, version in facets:
         con.execute(
-            "INSERT INTO core.lineage_facet_heads VALUES (?, ?, ?, ?, ?, false, ?, ?, ?)",
+            "INSERT INTO core.lineage_facet_heads VALUES (?, ?, ?, ?, ?, false, ?, ?, ?, NULL)",
             [kind, entity, name, event, T0, json.dumps(facet), run_id, version],
         )
     con.execute(
@@ -465,7 +465,7 @@ def test_a_running_runs_token_plan_projects_a_threshold_from_when_it_was_learned
         )
         con.execute(
             "INSERT INTO core.lineage_facet_heads VALUES ('input', 'P1/dv', "
-            "'annex_trainingUsage', 'ev-P1-usage', ?, false, ?, 'P1', 'dv')",
+            "'annex_trainingUsage', 'ev-P1-usage', ?, false, ?, 'P1', 'dv', NULL)",
             [T0, json.dumps({"tokensConsumed": 2e13})],
         )
         refresh_compute(con, CONFIG, rows_, PeakTable(), now=NOW)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import hashlib
 import json
 import random
 import re
@@ -99,6 +100,31 @@ def test_single_event_accepted_with_id_kind_and_time() -> None:
     assert a.event_id == event_id(event) and len(a.event_id) == 64
     assert a.event_time == datetime(2025, 6, 30, 18, tzinfo=UTC)
     assert batch.response()["status"] == "success"
+
+
+def test_the_payload_is_the_canonical_json_its_id_hashes() -> None:
+    """The stored text is the event's RFC 8785 form, written once for the hash too: anyone can
+    check an event_id against its payload. Keys sorted, integral floats as integers."""
+    event = run_event()
+    event["run"]["facets"]["annex_trainingRun"]["share"] = 1.0
+    event["run"]["facets"]["annex_trainingRun"]["big"] = 1.5e17  # ECMAScript: no exponent
+    (a,) = parse(event).accepted
+    assert a.text == canonical_json(event)
+    assert hashlib.sha256(a.text).hexdigest() == a.event_id == event_id(event)
+    assert b'"share":1,' in a.text and b"150000000000000000" in a.text
+    assert orjson.loads(a.text) == event
+    rejected = only_rejection(parse(run_event(eventType="BOGUS")))
+    assert rejected.raw == canonical_json(run_event(eventType="BOGUS"))
+
+
+def test_an_integer_beyond_2_53_keeps_its_exact_text() -> None:
+    """RFC 8785 reads numbers as doubles: the id hashes 2**60 + 1 as 2**60, but the payload
+    keeps the number as sent."""
+    event = run_event()
+    event["run"]["facets"]["annex_trainingRun"]["tokens"] = 2**60 + 1
+    (a,) = parse(event).accepted
+    assert a.event_id == event_id(event)
+    assert a.text == orjson.dumps(event) and orjson.loads(a.text) == event
 
 
 def test_job_and_dataset_events_and_missing_event_type() -> None:

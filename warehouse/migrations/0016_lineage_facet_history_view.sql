@@ -6,7 +6,8 @@
 -- table's columns and rows, and the merge (warehouse/models/lineage_merge.sql) derives the
 -- facet heads with the same rules, through the macros below (one definition of the graph's
 -- parse, of a dataset item's version and of the ids). core.lineage_facet_heads records the
--- collection that set each head, which the refresh used to read from the history.
+-- collection that set each head, which the refresh used to read from the history. The intake
+-- now stores each event's RFC 8785 canonical text, the one event_id hashes, as its payload.
 
 ALTER TABLE core.lineage_facet_heads ADD COLUMN collection_id VARCHAR;
 
@@ -136,6 +137,8 @@ SELECT
     day,
     collection_id
 FROM entries;
+
+COMMENT ON COLUMN core.lineage_events.payload IS 'The event as JSON: its RFC 8785 canonical text, whose SHA-256 is event_id (keys sorted, numbers spelled as ECMAScript does); except for an event with facets dropped as too large (see findings) or with an integer beyond 2**53 (kept exact), and for events stored before migration 0016 (the event as orjson wrote it).';
 
 COMMENT ON VIEW core.lineage_facets IS
     'Every facet of every stored event: one row per entity, facet name and event, read from the events'' payloads (core.lineage_events) by the rules the merge applies. It parses every payload it reads: filter on day or event_time, which narrow the events read, for a long history. A facet re-sent for the same entity replaces the older one by eventTime (core.lineage_current_facets).';

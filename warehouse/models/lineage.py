@@ -5,11 +5,12 @@ The collector validates each event (``collectors.lineage.events.parse_events``) 
 (``collectors/lineage/schema.py``). The merge (``lineage_merge.sql``) stores each event once by
 its content hash and normalises the new ones in set-based SQL (JSON extraction and unnest of
 inputs, outputs and facets; no Python row loop) into ``core.lineage_jobs``, ``lineage_runs``,
-``lineage_datasets``, ``lineage_dataset_versions``, ``lineage_run_io``, ``lineage_facets`` and
-``lineage_facet_heads`` (migration ``0007_lineage.sql`` documents every column). Only what the
-collection touched is recomputed: the runs it brought events for (their state from all of their
-stored events, by event time) and the facets it brought (heads replaced only by a newer
-eventTime), so a year of events stays cheap to add to.
+``lineage_datasets``, ``lineage_dataset_versions``, ``lineage_run_io`` and
+``lineage_facet_heads`` (the latest facet per entity; every event's facets are read from the
+stored payloads by the ``core.lineage_facets`` view, migration ``0016``; the migrations
+document every column). Only what the collection touched is recomputed: the runs it brought
+events for (their state from all of their stored events, by event time) and the facets it
+brought (heads replaced only by a newer eventTime), so a year of events stays cheap to add to.
 
 Dataset versions (reference openlineage.md §3.1): the ``version`` facet's ``datasetVersion``;
 else, for a run's output, the producing ``runId`` (as Marquez); else NULL, the dataset's
