@@ -5,6 +5,7 @@ for audit.rejected, the batch endpoint's partial_success answer, duplicates."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import http.client
 import json
 import time
@@ -120,6 +121,8 @@ def test_one_gzip_event_is_accepted_with_its_id_and_spooled_once(
     [line] = spool_lines(settings)
     assert line["kind"] == "event" and line["event_id"] == event_id(event)
     assert json.loads(line["payload"]) == event
+    # the payload is the canonical text the id hashes: checkable evidence
+    assert hashlib.sha256(line["payload"].encode()).hexdigest() == event_id(event)
     assert line["event_kind"] == "RunEvent" and line["event_type"] == event["eventType"]
     assert line["run_id"] == event["run"]["runId"].lower()
     assert (line["job_namespace"], line["job_name"]) == (
