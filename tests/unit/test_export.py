@@ -166,6 +166,10 @@ def test_duckdb_reads_the_export_back_equal_to_the_warehouse(wh: Warehouse, tmp_
         ).fetchone()
     assert nodes == (manifest["tables"]["core.nodes"]["rows"],)
     assert not (dest / ".annex-export-staging").exists()
+    # the facet history view re-parses the payloads: they are exported, not it
+    assert {"core.lineage_events", "core.lineage_facet_heads"} <= set(manifest["tables"])
+    assert "core.lineage_facets" not in manifest["tables"]
+    assert not (dest / "core" / "lineage_facets").exists()
 
 
 def test_rerun_is_idempotent(wh: Warehouse, tmp_path: Path) -> None:
