@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from annex.errors import CollectionError
 from warehouse import staging
 from warehouse.load import SourceModel
-from warehouse.staging import AppendStream, Sink
+from warehouse.staging import ARROW_NAME, AppendStream, Sink, execute_over_arrow
 
 _HERE = Path(__file__).parent
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ _SERIES_IDENTITY = (
 _NEW_KEYS = f"""
 CREATE OR REPLACE TEMP TABLE telemetry_new_keys AS
 SELECT series_index, {_SERIES_IDENTITY} AS series_key
-FROM annex_telemetry_new_series
+FROM {ARROW_NAME}
 """
 """The identity of the series received since the last mapping (Arrow, in the types of
 ``SERIES``: the same values hash as in ``core.gpu_telemetry_series``)."""
@@ -283,12 +283,9 @@ class TelemetryAppender:
         started = time.perf_counter()
         known = len(self.series_ids)
         new = pa.Table.from_batches(self.unmapped, schema=SERIES)
-        self.con.register("annex_telemetry_new_series", new)
-        try:
-            for statement in (_NEW_KEYS, _TAKE_IDS, _MAP):
-                self.con.execute(statement)
-        finally:
-            self.con.unregister("annex_telemetry_new_series")
+        execute_over_arrow(self.con, _NEW_KEYS, new)  # (its Arrow data freed at once)
+        for statement in (_TAKE_IDS, _MAP):
+            self.con.execute(statement)
         mapped = self.con.sql(
             "SELECT series_id, watermark FROM telemetry_series_map "
             "WHERE series_index >= $known ORDER BY series_index",

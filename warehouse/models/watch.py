@@ -51,6 +51,7 @@ import pyarrow as pa
 from annex.errors import WarehouseError
 from warehouse.load import RAW_CAP_BYTES
 from warehouse.migrate import utc_now
+from warehouse.staging import ARROW_NAME, execute_over_arrow
 from warehouse.transaction import atomic
 
 _HERE = Path(__file__).parent
@@ -240,7 +241,6 @@ def _stage_pages(
 ) -> None:
     """Insert each page's rows into the staging temp tables (made from the first page's
     schemas; the objects table always exists, even for an empty list)."""
-    page_view = "watch_snapshot_page"
     with contextlib.closing(pages):  # ends the fetch (and its connection) on any failure
         for page in pages:
             if page.first:
@@ -250,13 +250,13 @@ def _stage_pages(
                 batch: pa.RecordBatch | None = getattr(page, attribute)
                 if batch is None:
                     continue
-                rows = _STAGED_ROWS.get(attribute, "SELECT * FROM {page}").format(page=page_view)
-                con.register(page_view, pa.Table.from_batches([batch]))
-                try:
-                    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table} AS {rows} LIMIT 0")
-                    con.execute(f"INSERT INTO temp.{table} {rows}")
-                finally:
-                    con.unregister(page_view)
+                rows = _STAGED_ROWS.get(attribute, "SELECT * FROM {page}").format(page=ARROW_NAME)
+                data = pa.Table.from_batches([batch])
+                # (not a registered view: those stay in memory until the commit, every page)
+                execute_over_arrow(
+                    con, f"CREATE TEMP TABLE IF NOT EXISTS {table} AS {rows} LIMIT 0", data
+                )
+                execute_over_arrow(con, f"INSERT INTO temp.{table} {rows}", data)
     if not _staged(con, "objects"):
         raise WarehouseError(
             "the list yielded no first page, so nothing says what exists",
