@@ -67,22 +67,18 @@ ARROW_NAME = "annex_arrow"
 _END = object()
 
 
-def execute_over_arrow(
-    con: duckdb.DuckDBPyConnection,
-    sql: str,
-    data: pa.Table,
-    parameters: list[object] | None = None,
-) -> None:
+def execute_over_arrow(con: duckdb.DuckDBPyConnection, sql: str, data: pa.Table) -> None:
     """Run ``sql``, in which the table ``annex_arrow`` (``ARROW_NAME``) is ``data``.
 
     DuckDB finds ``annex_arrow`` among this function's local variables (its replacement scan of
-    Python objects) rather than in a view made with ``register``. Such a view, once dropped
-    inside a transaction, stays in the transaction's catalog until the commit, with its Arrow
-    data: a 200,000-event lineage collection kept 1.1 GB of staged chunks alive that way, and
-    decoding its next chunks into fresh memory took four times as long as decoding itself.
+    Python objects; a table or view of that name would win, and annex makes none) rather than
+    in a view made with ``register``. Such a view, once dropped inside a transaction, stays in
+    the transaction's catalog until the commit, with its Arrow data: a 200,000-event lineage
+    collection kept 1.1 GB of staged chunks alive that way, and decoding its next chunks into
+    fresh memory took four times as long as decoding itself.
     """
     annex_arrow = data  # noqa: F841 (read by DuckDB from this frame)
-    con.execute(sql, parameters)
+    con.execute(sql)
 
 
 @dataclass
