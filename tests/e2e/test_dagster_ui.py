@@ -9,6 +9,7 @@ machine without it cannot pass ``make test`` by skipping.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -128,14 +129,23 @@ def _browser(profile: Path):
 
 def _dismiss_welcome_dialog(driver) -> None:
     """A fresh DAGSTER_HOME greets with a newsletter dialog over the graph: skip it if shown."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     skip = "//button[normalize-space()='Skip']"
-    for button in driver.find_elements(By.XPATH, skip):
-        if button.is_displayed():
-            button.click()
-    WebDriverWait(driver, 10).until(lambda d: not d.find_elements(By.XPATH, skip))
+
+    def dismissed(d) -> bool:
+        # The dialog may appear late (after the catalog's text, on a busy machine), and a click
+        # during its opening animation can miss: click whatever Skip is shown until none is.
+        buttons = d.find_elements(By.XPATH, skip)
+        for button in buttons:
+            with contextlib.suppress(WebDriverException):  # gone or covered: the next poll
+                if button.is_displayed():
+                    button.click()
+        return not buttons
+
+    WebDriverWait(driver, 30, poll_frequency=0.5).until(dismissed)
     # Let the graph finish drawing the nodes' status rows before the screenshot.
     WebDriverWait(driver, 15).until(
         lambda d: "Loading" not in d.find_element(By.TAG_NAME, "body").text
