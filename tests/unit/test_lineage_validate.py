@@ -667,6 +667,62 @@ def test_fast_path_never_fetches() -> None:
         )
 
 
+def test_official_facet_bases_are_those_of_the_official_schema() -> None:
+    """The fast path leaves each annex facet's base out because the official document applies
+    it to every facet of that place; that holds only while these are the document's bases."""
+    defs = _DOCS[OL]["$defs"]
+    maps = {
+        "run": defs["Run"]["properties"]["facets"],
+        "job": defs["Job"]["properties"]["facets"],
+        "dataset": defs["Dataset"]["properties"]["facets"],
+        "input": defs["InputDataset"]["allOf"][1]["properties"]["inputFacets"],
+        "output": defs["OutputDataset"]["allOf"][1]["properties"]["outputFacets"],
+    }
+    for place, facets in maps.items():
+        (branch,) = facets["anyOf"]
+        assert branch["additionalProperties"] == {
+            "$ref": f"#/$defs/{V.OFFICIAL_FACET_BASES[place]}"
+        }, place
+    fast = V._without_official_bases(_DOCS)
+    for (place, _key), cls in V.ANNEX_FACETS.items():
+        assert _DOCS[f"{ANNEX}{cls}.json"]["$defs"][cls]["allOf"][0] == {
+            "$ref": f"{OL}#/$defs/{V.OFFICIAL_FACET_BASES[place]}"
+        }, cls
+        assert len(fast[f"{ANNEX}{cls}.json"]["$defs"][cls]["allOf"]) == (
+            len(_DOCS[f"{ANNEX}{cls}.json"]["$defs"][cls]["allOf"]) - 1
+        ), cls
+    assert fast is not _DOCS and _DOCS[f"{ANNEX}AnnexSourceDatasetFacet.json"]["$defs"][
+        "AnnexSourceDatasetFacet"
+    ]["allOf"][0]["$ref"].endswith("DatasetFacet"), "the loaded documents are left as they are"
+
+
+@pytest.mark.parametrize(
+    ("place", "change"),
+    [
+        ("run", {"_producer": "not a uri"}),
+        ("input", {"_schemaURL": "https://x\n\n"}),
+        ("dataset", {"_producer": None}),
+        ("dataset", {"_deleted": "yes"}),
+        ("dataset", {"_schemaURL": "urn:x"}),  # a valid uri: accepted
+    ],
+)
+def test_fast_path_checks_the_base_of_annex_facets(place: str, change: dict) -> None:
+    """An annex facet's ``_producer``, ``_schemaURL`` and ``_deleted`` are still checked once
+    the fast path leaves its base to the official schema."""
+    event = copy.deepcopy(FULL)
+    if place == "run":
+        facet = event["run"]["facets"]["annex_trainingRun"]
+    elif place == "input":
+        facet = event["inputs"][0]["inputFacets"]["annex_trainingUsage"]
+    else:
+        facet = event["inputs"][1]["facets"]["annex_source"]
+    facet.update(change)
+    if change.get("_producer", "") is None:
+        del facet["_producer"]
+    assert_both_agree(event)
+    assert (screen_event(event) is None) == ("urn:x" not in change.values())
+
+
 # ------------------------------------------------------------------------------------------
 # formats: the same functions as jsonschema's checkers
 
