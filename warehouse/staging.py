@@ -6,6 +6,8 @@ over 1M rows/s. The stager therefore keeps the batches of each table until they 
 ``FLUSH_ROWS`` rows or ``FLUSH_BYTES`` bytes, then inserts them as one Arrow table (no copy:
 ``pa.Table.from_batches`` only references the batches). Memory stays bounded by those caps per
 table, never by cluster size, and the collector's iterator is still consumed one batch at a time.
+Without sinks, a chunk goes in on a helper thread while the collector reads and decodes the next
+batches (one chunk at a time: at most two chunks' worth of batches are held).
 
 Tables that bypass staging (``SourceModel.appends``) go to their ``Sink`` batch by batch. A sink
 for a very large table keeps one ``AppendStream`` open: a single ``INSERT ... SELECT`` fed batch
@@ -23,6 +25,7 @@ import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -112,6 +115,8 @@ class Stager:
                 made[id(factory)] = factory(con)
             self.sinks[table] = made[id(factory)]
         self.distinct_sinks = list(made.values())
+        self._inserting: Future[None] | None = None
+        self._inserter: ThreadPoolExecutor | None = None
 
     def add(self, table: str, batch: pa.RecordBatch, number: int) -> None:
         """Stage batch ``number`` of the collection (inserted now or at a later flush)."""
@@ -132,29 +137,59 @@ class Stager:
             self.flush(table)
 
     def flush_staged(self) -> None:
-        """Insert everything still pending into the stage tables."""
+        """Insert everything still pending into the stage tables (and wait for the inserts)."""
         for table in list(self.pending):
             self.flush(table)
+        self._wait()
 
     def finish(self) -> None:
         """After the last batch: flush the stage tables, then close every sink."""
         self.flush_staged()
+        self._stop_inserter()
         for sink in self.distinct_sinks:
             sink.close()
 
     def abort(self) -> None:
-        """The collection failed: end the sinks' statements (their rows are rolled back)."""
+        """The collection failed: wait for a chunk still being inserted and end the sinks'
+        statements (their rows are rolled back)."""
+        with contextlib.suppress(BaseException):
+            self._wait()
+        self._stop_inserter()
         for sink in self.distinct_sinks:
             with contextlib.suppress(Exception):
                 sink.abort()
 
     def flush(self, table: str) -> None:
+        """Insert the pending batches of ``table``. Without sinks, on a helper thread: the
+        collector goes on reading and decoding its next batches (DuckDB releases the GIL) while
+        the chunk goes in, and only one chunk is ever being inserted; an insert's error is
+        raised by the next flush or by ``finish``. With sinks, at once: their statements share
+        the connection."""
         pending = self.pending.pop(table, None)
         if pending is None or not pending.batches:
             return
         for sink in self.distinct_sinks:
             sink.pause()
         data = pa.Table.from_batches(pending.batches)
+        self._wait()
+        if self.distinct_sinks:
+            self._insert(table, pending, data)
+            return
+        if self._inserter is None:
+            self._inserter = ThreadPoolExecutor(1, thread_name_prefix="annex-stage")
+        self._inserting = self._inserter.submit(self._insert, table, pending, data)
+
+    def _wait(self) -> None:
+        inserting, self._inserting = self._inserting, None
+        if inserting is not None:
+            inserting.result()
+
+    def _stop_inserter(self) -> None:
+        inserter, self._inserter = self._inserter, None
+        if inserter is not None:
+            inserter.shutdown(wait=True)
+
+    def _insert(self, table: str, pending: _Pending, data: pa.Table) -> None:
         try:
             execute_over_arrow(
                 self.con, f"INSERT INTO stage_{table} BY NAME SELECT * FROM {ARROW_NAME}", data

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -297,6 +300,81 @@ def test_each_staged_chunk_is_freed_when_staged_not_at_the_commit(
 
     assert result.row_counts == {"things": 20_000}
     assert max(growth) < 4 << 20, growth  # the chunk just yielded, not the 19 before it
+
+
+def _slow_inserts(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[tuple]:
+    """Make each staged insert take ``seconds`` longer; returns its (start, end, thread)."""
+    inserts: list[tuple] = []
+    insert = staging.execute_over_arrow
+
+    def slow(con: duckdb.DuckDBPyConnection, sql: str, data: pa.Table) -> None:
+        start = time.monotonic()
+        time.sleep(seconds)
+        insert(con, sql, data)
+        inserts.append((start, time.monotonic(), threading.current_thread()))
+
+    monkeypatch.setattr(staging, "execute_over_arrow", slow)
+    return inserts
+
+
+def test_the_collector_goes_on_while_a_chunk_is_inserted(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(staging, "FLUSH_ROWS", 10)  # every batch is a chunk
+    inserts = _slow_inserts(monkeypatch, 0.2)
+    fetched: list[float] = []
+
+    def collector() -> Iterator[tuple[str, pa.RecordBatch]]:
+        for n in range(4):
+            fetched.append(time.monotonic())
+            yield "things", things_batch(n * 10, 10)
+
+    result = load_collection(wh, THINGS_MODEL, cluster="c1", batches=collector())
+
+    assert result.row_counts == {"things": 40}
+    assert _query(wh, "SELECT count(*) FROM core.things") == [(40,)]
+    assert len(inserts) == 4
+    assert all(thread is not threading.main_thread() for _, _, thread in inserts)
+    # batches 2-4 were fetched before the chunk ahead of them was in
+    assert all(at < end for (_, end, _), at in zip(inserts, fetched[1:], strict=False))
+    # one chunk at a time: each insert began after the one before it ended
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(inserts))
+
+
+def test_a_chunk_failing_while_the_collector_goes_on_fails_the_collection(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(staging, "FLUSH_ROWS", 10)
+    wrong = pa.RecordBatch.from_pydict({"thing_key": ["a"] * 10, "colour": ["red"] * 10})
+
+    def collector() -> Iterator[tuple[str, pa.RecordBatch]]:
+        yield "things", things_batch(0, 10)
+        yield "things", wrong
+        for n in range(2, 6):
+            yield "things", things_batch(n * 10, 10)
+
+    with pytest.raises(CollectionError, match="batch 2 of table 'things'"):
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=collector())
+    assert _table_counts(wh)["core.things"] == 0
+    assert "batch 2" in _collection(wh, _only_collection_id(wh, "failed"))[1]
+
+
+def test_a_collector_failing_while_a_chunk_is_inserted_loads_nothing(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(staging, "FLUSH_ROWS", 10)
+    inserts = _slow_inserts(monkeypatch, 0.3)
+
+    with pytest.raises(RuntimeError, match="source went away after 3 batches"):
+        load_collection(
+            wh, THINGS_MODEL, cluster="c1", batches=things_batches(10, 10, fail_after=3)
+        )
+
+    assert len(inserts) == 3  # the third chunk was still going in: waited for, then rolled back
+    assert _table_counts(wh)["core.things"] == 0
+    assert _collection(wh, _only_collection_id(wh, "failed"))[1] == (
+        "source went away after 3 batches"
+    )
 
 
 def test_ctrl_c_after_the_merge_wrote_rows_rolls_them_back(
