@@ -359,21 +359,28 @@ def test_a_chunk_failing_while_the_collector_goes_on_fails_the_collection(
     assert "batch 2" in _collection(wh, _only_collection_id(wh, "failed"))[1]
 
 
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [(RuntimeError("source went away"), "failed"), (KeyboardInterrupt(), "interrupted")],
+)
 def test_a_collector_failing_while_a_chunk_is_inserted_loads_nothing(
-    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch, error: BaseException, status: str
 ) -> None:
     monkeypatch.setattr(staging, "FLUSH_ROWS", 10)
     inserts = _slow_inserts(monkeypatch, 0.3)
 
-    with pytest.raises(RuntimeError, match="source went away after 3 batches"):
-        load_collection(
-            wh, THINGS_MODEL, cluster="c1", batches=things_batches(10, 10, fail_after=3)
-        )
+    def collector() -> Iterator[tuple[str, pa.RecordBatch]]:
+        for n in range(3):
+            yield "things", things_batch(n * 10, 10)
+        raise error
+
+    with pytest.raises(type(error)):
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=collector())
 
     assert len(inserts) == 3  # the third chunk was still going in: waited for, then rolled back
     assert _table_counts(wh)["core.things"] == 0
-    assert _collection(wh, _only_collection_id(wh, "failed"))[1] == (
-        "source went away after 3 batches"
+    assert _collection(wh, _only_collection_id(wh, status))[1] == (
+        str(error) or type(error).__name__
     )
 
 
