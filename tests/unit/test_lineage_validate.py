@@ -616,9 +616,21 @@ FORMAT_EDGES = [
     "2025-02-30T18:00:00Z",
     "2025-06-30T24:00:00Z",
     "2025-06-30T18:00:00.123456789+23:59",
+    # outside the fast path's common spellings (days 29-31, year 0): the Python test decides
+    "2024-02-29T18:00:00Z",
+    "2023-02-29T18:00:00Z",
+    "2025-01-31T18:00:00+01:00",
+    "0000-06-30T18:00:00Z",
 ]
-URI_EDGES = ["https://x\n", "urn:x", "no scheme", "https://[::1]/", "https://ex ample.com", ""]
-UUID_EDGES = [RUN_ID.upper(), "{" + RUN_ID + "}", "urn:uuid:" + RUN_ID, RUN_ID.replace("-", "")]
+URI_EDGES = [
+    *["https://x\n", "urn:x", "no scheme", "https://[::1]/", "https://ex ample.com", ""],
+    *["https://x/a?b=c", "https://x/%41", "https://x/%zz", "https://u@x:8080/a", "https://x/#a#b"],
+]
+UUID_EDGES = [
+    *[RUN_ID.upper(), "{" + RUN_ID + "}", "urn:uuid:" + RUN_ID, RUN_ID.replace("-", "")],
+    "0197c1a_-7b3e-7c11-9a2e-5d1f0b9e4a10",  # uuid.UUID reads hex through int(): "_" passes
+    RUN_ID[:-1] + "g",
+]
 
 
 @pytest.mark.parametrize("text", FORMAT_EDGES)
@@ -652,6 +664,53 @@ def test_fast_path_matches_patterns_as_python(language: str) -> None:
     else:
         pytest.fail("the corpus's first event has no annex_content facet")
     assert_both_agree(event)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+@pytest.mark.parametrize("name", sorted(V.COMMON_FORMAT_PATTERNS))
+def test_common_format_spellings_pass_the_format(name: str, data: st.DataObject) -> None:
+    """The fast path skips the format test for a value of its common pattern: each such value
+    must pass that test, and jsonschema's."""
+    text = data.draw(st.from_regex(V.COMMON_FORMAT_PATTERNS[name], fullmatch=True))
+    assert V.FORMATS[name](text), (name, text)
+    assert FORMATS.conforms(text, name), (name, text)
+
+
+def test_fast_path_keeps_every_format_behind_its_common_pattern() -> None:
+    """Every asserted format of the fast documents is still there, as the second branch of an
+    anyOf whose first is its common pattern; no other keyword changes."""
+    seen: set[str] = set()
+
+    def walk(fast: Any, original: Any) -> None:
+        if isinstance(original, list):
+            assert isinstance(fast, list) and len(fast) == len(original)
+            for a, b in zip(fast, original, strict=True):
+                walk(a, b)
+            return
+        if not isinstance(original, dict):
+            assert fast == original
+            return
+        name = original.get("format")
+        if name in V.COMMON_FORMAT_PATTERNS:
+            seen.add(name)
+            assert "format" not in fast
+            *kept, either = fast["allOf"]
+            assert either == {
+                "anyOf": [{"pattern": V.COMMON_FORMAT_PATTERNS[name]}, {"format": name}]
+            }
+            walk(kept, original.get("allOf", []))
+            assert set(fast) - {"allOf"} == set(original) - {"format", "allOf"}
+        else:
+            assert set(fast) == set(original)
+            if "allOf" in original:
+                walk(fast["allOf"], original["allOf"])
+        for key in set(original) - {"format", "allOf"}:
+            walk(fast[key], original[key])
+
+    for document in _DOCS.values():
+        walk(V._common_formats_first(document), document)
+    assert seen == set(V.COMMON_FORMAT_PATTERNS)  # no pattern without a format to stand for
 
 
 def test_fast_path_never_fetches() -> None:
