@@ -263,6 +263,24 @@ def test_a_tie_in_event_time_goes_to_the_larger_event_id(wh, order):
     assert _licence(wh, version) == expected
 
 
+@pytest.mark.parametrize("order", ORDERS)
+def test_two_terminal_events_at_one_event_time_the_larger_event_id_wins(wh, order):
+    # the run's state, its state event and its job come from one event, whatever the arrival
+    r = run_id("terminal-tie")
+    fail = run_event(r, "FAIL", T0 + minutes(9), job="job")
+    complete = run_event(r, "COMPLETE", T0 + minutes(9), job="job-renamed")
+    smaller, larger = sorted([fail, complete], key=lambda e: event_row(e)["event_id"])
+    _load_in_order(wh, smaller, larger, order)
+    rows = query(
+        wh,
+        "SELECT state, state_event_id, job_name FROM core.lineage_runs WHERE run_id = ?",
+        [r],
+    )
+    assert rows == [
+        (larger["eventType"], event_row(larger)["event_id"], larger["job"]["name"]),
+    ]
+
+
 def _producer(wh, version: str) -> tuple:
     return query(
         wh,

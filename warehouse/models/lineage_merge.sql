@@ -318,84 +318,63 @@ ON CONFLICT (run_id, dataset_version_id, direction) DO UPDATE SET
     END;
 
 -- 5. -------------------------------------------------------------------------------------------
--- The facets of the new events, one row per entity, facet name and event: run facets of run
+-- The facets of the new events, one entry per entity, facet name and event: run facets of run
 -- events, job facets of events with a job, a dataset version's facets and a run's input and
 -- output facets. Their text is the parsed payload's (already JSON: nothing is parsed again).
 -- They are not stored: the payloads are, and core.lineage_facets reads them there by these
--- rules; only the latest per entity and facet name is kept (the heads, below).
-CREATE OR REPLACE TEMP TABLE lin_facets AS
+-- rules; only the batch's latest per entity and facet name is kept, then merged into the heads.
+-- "Latest" is by (eventTime, event_id): each new event is ranked once in that order (a sort of
+-- the narrow keys of the batch's events), so one aggregate over the entries, keyed by an
+-- integer, picks each facet's latest text; the entries are never materialised, sorted or
+-- joined back (each of which would copy every facet's text).
+CREATE OR REPLACE TEMP TABLE lin_rank AS
+SELECT staged_row, row_number() OVER (ORDER BY event_time, event_id) AS event_rank
+FROM lin_new;
+
+CREATE OR REPLACE TEMP TABLE lin_facet_latest AS
 WITH entries AS (
-    SELECT n.event_id, n.event_time, 'run' AS entity_kind, n.run_id AS entity_id,
+    SELECT r.event_rank, 'run' AS entity_kind, n.run_id AS entity_id,
            n.run_id, NULL AS dataset_version_id, unnest(map_entries(g.g.run.facets)) AS f
     FROM lin_graph AS g
     JOIN lin_new AS n ON n.staged_row = g.staged_row
+    JOIN lin_rank AS r ON r.staged_row = g.staged_row
     WHERE n.event_kind = 'RunEvent'
     UNION ALL
-    SELECT n.event_id, n.event_time, 'job', core.lineage_job_id(n.job_namespace, n.job_name),
+    SELECT r.event_rank, 'job', core.lineage_job_id(n.job_namespace, n.job_name),
            NULL, NULL, unnest(map_entries(g.g.job.facets))
     FROM lin_graph AS g
     JOIN lin_new AS n ON n.staged_row = g.staged_row
+    JOIN lin_rank AS r ON r.staged_row = g.staged_row
     WHERE n.job_name IS NOT NULL
     UNION ALL
-    SELECT event_id, event_time, 'dataset', dataset_version_id, NULL, dataset_version_id,
+    SELECT r.event_rank, 'dataset', dataset_version_id, NULL, dataset_version_id,
            unnest(map_entries(facets))
-    FROM lin_items
+    FROM lin_items JOIN lin_rank AS r USING (staged_row)
     UNION ALL
-    SELECT event_id, event_time, lower(direction), run_id || '/' || dataset_version_id, run_id,
+    SELECT r.event_rank, lower(direction), run_id || '/' || dataset_version_id, run_id,
            dataset_version_id, unnest(map_entries(io_facets))
-    FROM lin_items
+    FROM lin_items JOIN lin_rank AS r USING (staged_row)
     WHERE direction IN ('INPUT', 'OUTPUT') AND run_id IS NOT NULL
+),
+latest AS (
+    SELECT entity_kind, entity_id, f.key AS facet_name, max(event_rank) AS event_rank,
+           arg_max(f.value, event_rank) AS facet, any_value(run_id) AS run_id,
+           any_value(dataset_version_id) AS dataset_version_id
+    FROM entries
+    GROUP BY entity_kind, entity_id, f.key
 )
-SELECT
-    entity_kind,
-    entity_id,
-    f.key AS facet_name,
-    event_id,
-    event_time,
-    core.lineage_facet_deleted(f.value) AS deleted,
-    f.value AS facet,
-    run_id,
-    dataset_version_id
-FROM entries;
+SELECT l.entity_kind, l.entity_id, l.facet_name, n.event_id, n.event_time,
+       core.lineage_facet_deleted(l.facet) AS deleted, l.facet, l.run_id, l.dataset_version_id
+FROM latest AS l
+JOIN lin_rank AS r ON r.event_rank = l.event_rank
+JOIN lin_new AS n ON n.staged_row = r.staged_row;
 
 DROP TABLE lin_graph;
 DROP TABLE lin_new;
+DROP TABLE lin_rank;
 
--- The batch's latest facet per entity and facet name, by (eventTime, event_id): the latest
--- eventTime by one aggregate over the narrow keys of this collection's rows (not a window over
--- the wide rows: sorting the facets' JSON is what would cost; and a plain max: an arg_max keyed
--- by (event_time, event_id) costs twice the whole step), the rows of that time by a join, then
--- the rare ties (two events of the batch, one eventTime) to the larger event_id. Merged into
--- the heads by a join (no index to maintain): a stored head is replaced only by a newer one.
-CREATE OR REPLACE TEMP TABLE lin_facet_latest AS
-WITH latest AS (
-    SELECT entity_kind, entity_id, facet_name, max(event_time) AS event_time
-    FROM lin_facets
-    GROUP BY entity_kind, entity_id, facet_name
-)
-SELECT f.entity_kind, f.entity_id, f.facet_name, f.event_id, f.event_time, f.deleted, f.facet,
-       f.run_id, f.dataset_version_id
-FROM lin_facets AS f
-JOIN latest AS l
-    ON l.entity_kind = f.entity_kind AND l.entity_id = f.entity_id
-    AND l.facet_name = f.facet_name AND l.event_time = f.event_time;
-
-DROP TABLE lin_facets;
-
-DELETE FROM lin_facet_latest
-WHERE rowid IN (
-    SELECT x.rowid
-    FROM lin_facet_latest AS x
-    JOIN (
-        SELECT entity_kind, entity_id, facet_name, max(event_id) AS event_id
-        FROM lin_facet_latest
-        GROUP BY entity_kind, entity_id, facet_name
-        HAVING count(*) > 1
-    ) AS t
-        ON t.entity_kind = x.entity_kind AND t.entity_id = x.entity_id
-        AND t.facet_name = x.facet_name AND x.event_id < t.event_id
-);
-
+-- Merged into the heads by a join (no index to maintain): a stored head is replaced only by a
+-- newer one.
 MERGE INTO core.lineage_facet_heads AS h
 USING lin_facet_latest AS n
 ON h.entity_kind = n.entity_kind AND h.entity_id = n.entity_id AND h.facet_name = n.facet_name
@@ -462,22 +441,11 @@ WITH ev AS (
     WHERE event_kind = 'RunEvent' AND run_id IN (SELECT run_id FROM lin_touched_runs)
       AND event_time >= getvariable('lin_runs_from')
 ),
-terminal AS (
-    SELECT run_id, event_type, event_time, event_id
+ranked AS (  -- k: the rank by (eventTime, event_id), one sort of the narrow rows (the
+             -- latest, terminal and job events of each run are found by max(k), not by a
+             -- window per run each)
+    SELECT *, row_number() OVER (ORDER BY event_time, event_id) AS k
     FROM ev
-    WHERE event_type IN ('COMPLETE', 'ABORT', 'FAIL')
-    QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY event_time DESC, event_id DESC) = 1
-),
-latest AS (
-    SELECT run_id, event_type, event_time, event_id
-    FROM ev
-    WHERE event_type IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY event_time DESC, event_id DESC) = 1
-),
-job AS (
-    SELECT run_id, job_namespace, job_name
-    FROM ev
-    QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY event_time DESC, event_id DESC) = 1
 ),
 agg AS (
     SELECT
@@ -485,8 +453,11 @@ agg AS (
         min(event_time) FILTER (WHERE event_type = 'START') AS started_at,
         min(event_time) AS first_event_time,
         max(event_time) AS last_event_time,
-        count(*) AS events
-    FROM ev
+        count(*) AS events,
+        max(k) AS job_k,
+        max(k) FILTER (WHERE event_type IN ('COMPLETE', 'ABORT', 'FAIL')) AS terminal_k,
+        max(k) FILTER (WHERE event_type IS NOT NULL) AS latest_k
+    FROM ranked
     GROUP BY run_id
 ),
 facets AS (
@@ -519,9 +490,9 @@ SELECT
     f.training ->> '$.modelName',
     f.training ->> '$.stage'
 FROM agg AS a
-JOIN job AS j ON j.run_id = a.run_id
-LEFT JOIN terminal AS t ON t.run_id = a.run_id
-LEFT JOIN latest AS l ON l.run_id = a.run_id
+JOIN ranked AS j ON j.k = a.job_k
+LEFT JOIN ranked AS t ON t.k = a.terminal_k
+LEFT JOIN ranked AS l ON l.k = a.latest_k
 LEFT JOIN facets AS f ON f.run_id = a.run_id
 ON CONFLICT (run_id) DO UPDATE SET
     job_id = excluded.job_id,
