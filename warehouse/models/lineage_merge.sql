@@ -356,7 +356,7 @@ WITH entries AS (
     FROM lin_items JOIN lin_rank AS r USING (staged_row)
     WHERE direction IN ('INPUT', 'OUTPUT') AND run_id IS NOT NULL
 ),
-latest AS (
+latest AS (  -- (run_id and dataset_version_id follow from the entity: any_value is exact)
     SELECT entity_kind, entity_id, f.key AS facet_name, max(event_rank) AS event_rank,
            arg_max(f.value, event_rank) AS facet, any_value(run_id) AS run_id,
            any_value(dataset_version_id) AS dataset_version_id
