@@ -906,10 +906,16 @@ and dates on days 1-28, valid in every month), every one of which the format's t
 first, in Rust, and calls the Python test only when it does not match."""
 
 
+_VALUE_KEYWORDS = frozenset({"const", "enum", "default", "examples", "example"})
+"""Keywords whose value is data, not a schema: nothing in it is a rule to rewrite."""
+
+
 def _common_formats_first(node: Any) -> Any:
     """The documents with each ``format`` of ``COMMON_FORMAT_PATTERNS`` checked as ``anyOf``
     [its common pattern, the format]: a value that matches the pattern needs no call back into
-    Python, one that does not gets the format's own test, so no verdict changes.
+    Python, one that does not gets the format's own test, so no verdict changes. A value
+    under a data keyword (``_VALUE_KEYWORDS``) is copied as it is: an object there that has a
+    ``format`` key is data.
 
     An event holds some 35 format values (each facet's ``_producer`` and ``_schemaURL``), and
     each call from jsonschema_rs into a Python test cost more than the rest of the validation
@@ -918,7 +924,10 @@ def _common_formats_first(node: Any) -> Any:
         return [_common_formats_first(item) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {key: _common_formats_first(value) for key, value in node.items()}
+    out = {
+        key: value if key in _VALUE_KEYWORDS else _common_formats_first(value)
+        for key, value in node.items()
+    }
     name = node.get("format")
     if isinstance(name, str) and name in COMMON_FORMAT_PATTERNS:
         del out["format"]

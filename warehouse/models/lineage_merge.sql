@@ -327,6 +327,8 @@ ON CONFLICT (run_id, dataset_version_id, direction) DO UPDATE SET
 -- the narrow keys of the batch's events), so one aggregate over the entries, keyed by an
 -- integer, picks each facet's latest text; the entries are never materialised, sorted or
 -- joined back (each of which would copy every facet's text).
+-- (a table of its own: the same window in lin_new's statement sorts every lin_new column and
+-- cost 0.3-0.4 CPU s more for 200,000 events)
 CREATE OR REPLACE TEMP TABLE lin_rank AS
 SELECT staged_row, row_number() OVER (ORDER BY event_time, event_id) AS event_rank
 FROM lin_new;
