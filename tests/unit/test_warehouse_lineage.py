@@ -90,6 +90,38 @@ def test_duplicates_are_idempotent_in_a_batch_across_collections_and_key_orders(
     assert _counts(wh) == first
 
 
+_KEYS = {
+    "lineage_events": "event_id",
+    "lineage_runs": "run_id",
+    "lineage_dataset_versions": "dataset_version_id",
+    "lineage_run_io": "run_id, dataset_version_id, direction",
+}
+
+
+def test_each_key_is_stored_once_over_overlapping_collections(wh):
+    """These tables have no key index (migration 0017): the merge alone keeps each event, run,
+    version and edge once, however often later collections name them again."""
+    runs = [run_id(f"overlap-{n}") for n in range(3)]
+    src = dataset("hf://datasets", "org/src", "v1")
+    ckpt = dataset("s3://ckpt", "model", "step-1")
+    events = [
+        run_event(r, kind, T0 + minutes(10 * n + step), inputs=[src], outputs=[ckpt])
+        for n, r in enumerate(runs)
+        for step, kind in enumerate(["START", "RUNNING", "COMPLETE"])
+    ]
+    load(wh, events[:4], refresh=False)
+    load(wh, events[2:7], refresh=False)  # overlaps the first
+    load(wh, events[::-1], refresh=False)  # everything again, newest first
+    for table, key in _KEYS.items():
+        total, keys = query(wh, f"SELECT count(*), count(DISTINCT ({key})) FROM core.{table}")[0]
+        assert total == keys, table
+    assert _counts(wh)["lineage_events"] == 9
+    assert _counts(wh)["lineage_runs"] == 3
+    assert _counts(wh)["lineage_run_io"] == 6  # each run reads src and writes the checkpoint
+    assert query(wh, "SELECT count(*) FROM core.lineage_dataset_versions") == [(2,)]
+    assert query(wh, "SELECT DISTINCT state, events FROM core.lineage_runs") == [("COMPLETE", 3)]
+
+
 def test_a_dataset_listed_twice_in_one_event_counts_once(wh):
     src = dataset(
         "hf://datasets",

@@ -223,3 +223,69 @@ def test_0016_keeps_each_heads_collection_before_dropping_the_facet_history(
             "SELECT table_type FROM information_schema.tables WHERE table_name = 'lineage_facets'"
         )
         assert kind.fetchall() == [("VIEW",)]
+
+
+def test_0017_rebuilds_the_lineage_tables_without_key_indexes_keeping_rows_and_comments(
+    tmp_path: Path,
+) -> None:
+    """Events, runs, versions and edges lose their PRIMARY KEY (an ART index held in memory
+    whole) and keep their rows, NOT NULL and CHECK constraints, comments and the views over
+    them."""
+    migrations = tmp_path / "migrations"
+    migrations.mkdir()
+    for path in DEFAULT_MIGRATIONS_DIR.glob("*.sql"):
+        if path.name < "0017":
+            shutil.copy(path, migrations)
+    wh = _warehouse(tmp_path, migrations)
+    tables = ("lineage_events", "lineage_runs", "lineage_dataset_versions", "lineage_run_io")
+    with wh.writer() as con:
+        con.execute(
+            "INSERT INTO core.lineage_events (event_id, event_time, event_kind, run_id, payload,"
+            " day, collection_id, loaded_at) VALUES ('e1', '2026-01-01', 'RunEvent', 'r1',"
+            " '{\"eventTime\": \"2026-01-01T00:00:00Z\"}', '2026-01-01', 'c1', '2026-01-02')"
+        )
+        con.execute(
+            "INSERT INTO core.lineage_runs (run_id, state, stage)"
+            " VALUES ('r1', 'COMPLETE', 'FINE_TUNING')"
+        )
+        con.execute(
+            "INSERT INTO core.lineage_dataset_versions (dataset_version_id, dataset_id,"
+            " namespace, name, version_source) VALUES ('v1', 'd1', 'ns', 'n', 'none')"
+        )
+        con.execute(
+            "INSERT INTO core.lineage_run_io VALUES ('r1', 'v1', 'INPUT', NULL, 'e1', 'c1')"
+        )
+        before = {t: sorted(con.execute(f"SELECT * FROM core.{t}").fetchall()) for t in tables}
+        comments = con.execute(
+            "SELECT table_name, column_name, comment FROM duckdb_columns()"
+            " WHERE schema_name = 'core' AND table_name IN ? ORDER BY ALL",
+            [list(tables)],
+        ).fetchall()
+    shutil.copy(DEFAULT_MIGRATIONS_DIR / "0017_lineage_tables_without_art_indexes.sql", migrations)
+    with wh.writer() as con:
+        assert {t: sorted(con.execute(f"SELECT * FROM core.{t}").fetchall()) for t in tables} == (
+            before
+        )
+        assert (
+            con.execute(
+                "SELECT table_name, column_name, comment FROM duckdb_columns()"
+                " WHERE schema_name = 'core' AND table_name IN ? ORDER BY ALL",
+                [list(tables)],
+            ).fetchall()
+            == comments
+        )
+        assert all(comment for _, _, comment in comments)
+        keys = con.execute(
+            "SELECT table_name FROM duckdb_constraints() WHERE schema_name = 'core'"
+            " AND table_name LIKE 'lineage%' AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')"
+            " ORDER BY ALL"
+        ).fetchall()
+        assert keys == [("lineage_datasets",), ("lineage_jobs",)]
+        assert con.execute("SELECT count(*) FROM marts.lineage_run_jobs").fetchall() == [(1,)]
+        with pytest.raises(duckdb.ConstraintException):
+            con.execute("INSERT INTO core.lineage_runs (run_id) VALUES (NULL)")
+    with wh.writer() as con, pytest.raises(duckdb.ConstraintException):
+        con.execute(
+            "INSERT INTO core.lineage_run_io (run_id, dataset_version_id, direction)"
+            " VALUES ('r1', 'v1', 'SIDEWAYS')"
+        )

@@ -12,9 +12,10 @@
 --    datasetVersion; else, for a run's output, the runId; else NULL: the dataset's external,
 --    unversioned node), and one row per facet (run, job, dataset version, input, output).
 --    An event whose run reads and writes the same version is rejected (reads_own_output).
--- 4. Jobs, datasets, versions and run inputs/outputs are upserted by their keys (ON CONFLICT):
---    first-seen times only move earlier, a version's producer is the run of its earliest
---    output event.
+-- 4. Jobs, datasets, versions and run inputs/outputs are upserted by their keys: first-seen
+--    times only move earlier, a version's producer is the run of its earliest output event.
+--    Jobs and datasets, a few rows, by ON CONFLICT; versions, edges and runs, which grow with
+--    the events, by MERGE INTO, a join, as they have no index to check (migration 0017).
 -- 5. core.lineage_facet_heads keeps the latest facet per entity and facet name by (eventTime,
 --    event_id): an older event arriving later never replaces a newer facet. The facets of each
 --    event are not stored again: core.lineage_facets reads them from the stored payloads.
@@ -223,8 +224,8 @@ DELETE FROM lin_new WHERE event_id IN (SELECT event_id FROM lin_loops);
 DELETE FROM lin_parsed WHERE event_id IN (SELECT event_id FROM lin_loops);
 DELETE FROM lin_items WHERE event_id IN (SELECT event_id FROM lin_loops);
 
--- lin_new holds each event_id once and none stored before (step 2): no ON CONFLICT, whose
--- check of the batch against itself would group the wide rows.
+-- lin_new holds each event_id once and none stored before (step 2): that is what keeps an
+-- event stored once (the table has no key index to check: migration 0017).
 INSERT INTO core.lineage_events
     (event_id, received_at, event_time, event_time_offset_minutes, event_kind, event_type,
      run_id, job_namespace, job_name, producer, schema_url, payload, findings, source_locator,
@@ -253,9 +254,8 @@ GROUP BY dataset_id
 ON CONFLICT (dataset_id) DO UPDATE SET
     first_event_time = least(first_event_time, excluded.first_event_time);
 
-INSERT INTO core.lineage_dataset_versions
-    (dataset_version_id, dataset_id, namespace, name, version, version_source,
-     produced_by_run_id, produced_at, created_at)
+MERGE INTO core.lineage_dataset_versions AS v
+USING (
 WITH producers AS (  -- (aggregates over the narrow keys, not a window: nothing is sorted)
     SELECT dataset_version_id, arg_min(run_id, (event_time, run_id)) AS run_id,
            min(event_time) AS event_time
@@ -265,57 +265,67 @@ WITH producers AS (  -- (aggregates over the narrow keys, not a window: nothing 
 )
 SELECT
     i.dataset_version_id,
-    any_value(i.dataset_id),
-    any_value(i.namespace),
-    any_value(i.name),
-    any_value(i.version),
-    min(i.version_source),  -- 'facet' before 'run': see the ON CONFLICT below
-    any_value(p.run_id),
-    any_value(p.event_time),
-    min(i.event_time)
+    any_value(i.dataset_id) AS dataset_id,
+    any_value(i.namespace) AS namespace,
+    any_value(i.name) AS name,
+    any_value(i.version) AS version,
+    min(i.version_source) AS version_source,  -- 'facet' before 'run': see the UPDATE below
+    any_value(p.run_id) AS produced_by_run_id,
+    any_value(p.event_time) AS produced_at,
+    min(i.event_time) AS created_at
 FROM lin_items AS i
 LEFT JOIN producers AS p ON p.dataset_version_id = i.dataset_version_id
 GROUP BY i.dataset_version_id
+) AS n
+ON v.dataset_version_id = n.dataset_version_id
 -- (the stored producer is replaced by an earlier one; on a tie, by the smaller run id, as
 -- within a batch: the result does not depend on which collection brought which event)
-ON CONFLICT (dataset_version_id) DO UPDATE SET
+WHEN MATCHED THEN UPDATE SET
     produced_by_run_id = CASE
-        WHEN excluded.produced_at IS NOT NULL
-             AND (produced_at IS NULL OR excluded.produced_at < produced_at
-                  OR (excluded.produced_at = produced_at
-                      AND excluded.produced_by_run_id < produced_by_run_id))
-            THEN excluded.produced_by_run_id
-        ELSE produced_by_run_id
+        WHEN n.produced_at IS NOT NULL
+             AND (v.produced_at IS NULL OR n.produced_at < v.produced_at
+                  OR (n.produced_at = v.produced_at
+                      AND n.produced_by_run_id < v.produced_by_run_id))
+            THEN n.produced_by_run_id
+        ELSE v.produced_by_run_id
     END,
     produced_at = CASE
-        WHEN excluded.produced_at IS NOT NULL
-             AND (produced_at IS NULL OR excluded.produced_at < produced_at)
-            THEN excluded.produced_at
-        ELSE produced_at
+        WHEN n.produced_at IS NOT NULL
+             AND (v.produced_at IS NULL OR n.produced_at < v.produced_at)
+            THEN n.produced_at
+        ELSE v.produced_at
     END,
-    created_at = least(created_at, excluded.created_at),
+    created_at = least(v.created_at, n.created_at),
     -- one id, two sources: a run that sends its runId as its output's datasetVersion too. The
     -- version facet, what the producer said, is the source, whichever event came first.
-    version_source = least(version_source, excluded.version_source);
+    version_source = least(v.version_source, n.version_source)
+WHEN NOT MATCHED THEN INSERT
+    (dataset_version_id, dataset_id, namespace, name, version, version_source,
+     produced_by_run_id, produced_at, created_at)
+    VALUES (n.dataset_version_id, n.dataset_id, n.namespace, n.name, n.version,
+            n.version_source, n.produced_by_run_id, n.produced_at, n.created_at);
 
-INSERT INTO core.lineage_run_io
-    (run_id, dataset_version_id, direction, first_event_time, first_event_id, collection_id)
-SELECT run_id, dataset_version_id, direction, min(event_time),
-       arg_min(event_id, (event_time, event_id)), getvariable('collection_id')
-FROM lin_items
-WHERE event_kind = 'RunEvent' AND direction IN ('INPUT', 'OUTPUT')
-GROUP BY run_id, dataset_version_id, direction
+MERGE INTO core.lineage_run_io AS e
+USING (
+    SELECT run_id, dataset_version_id, direction, min(event_time) AS first_event_time,
+           arg_min(event_id, (event_time, event_id)) AS first_event_id
+    FROM lin_items
+    WHERE event_kind = 'RunEvent' AND direction IN ('INPUT', 'OUTPUT')
+    GROUP BY run_id, dataset_version_id, direction
+) AS n
+ON e.run_id = n.run_id AND e.dataset_version_id = n.dataset_version_id
+   AND e.direction = n.direction
 -- (the earliest event naming the edge; on a tie in eventTime the smaller event_id, as within
 -- a batch, whichever collection brought it)
-ON CONFLICT (run_id, dataset_version_id, direction) DO UPDATE SET
-    first_event_time = least(first_event_time, excluded.first_event_time),
-    first_event_id = CASE
-        WHEN excluded.first_event_time < first_event_time
-             OR (excluded.first_event_time = first_event_time
-                 AND excluded.first_event_id < first_event_id)
-            THEN excluded.first_event_id
-        ELSE first_event_id
-    END;
+WHEN MATCHED AND (n.first_event_time < e.first_event_time
+                  OR (n.first_event_time = e.first_event_time
+                      AND n.first_event_id < e.first_event_id)) THEN UPDATE SET
+    first_event_time = n.first_event_time,
+    first_event_id = n.first_event_id
+WHEN NOT MATCHED THEN INSERT
+    (run_id, dataset_version_id, direction, first_event_time, first_event_id, collection_id)
+    VALUES (n.run_id, n.dataset_version_id, n.direction, n.first_event_time,
+            n.first_event_id, getvariable('collection_id'));
 
 -- 5. -------------------------------------------------------------------------------------------
 -- The facets of the new events, one entry per entity, facet name and event: run facets of run
@@ -433,10 +443,8 @@ SET VARIABLE lin_runs_from = (
     )
 );
 
-INSERT INTO core.lineage_runs
-    (run_id, job_id, job_namespace, job_name, parent_run_id, state, started_at, ended_at,
-     state_event_time, state_event_id, first_event_time, last_event_time, events,
-     kubernetes_cluster, kubernetes_namespace, kubernetes_job_name, model_name, stage)
+MERGE INTO core.lineage_runs AS r
+USING (
 WITH ev AS (
     SELECT run_id, event_id, event_time, event_type, job_namespace, job_name
     FROM core.lineage_events
@@ -474,43 +482,46 @@ facets AS (
 )
 SELECT
     a.run_id,
-    core.lineage_job_id(j.job_namespace, j.job_name),
+    core.lineage_job_id(j.job_namespace, j.job_name) AS job_id,
     j.job_namespace,
     j.job_name,
-    lower(f.parent ->> '$.run.runId'),
-    coalesce(t.event_type, l.event_type),
+    lower(f.parent ->> '$.run.runId') AS parent_run_id,
+    coalesce(t.event_type, l.event_type) AS state,
     a.started_at,
-    t.event_time,
-    coalesce(t.event_time, l.event_time),
-    coalesce(t.event_id, l.event_id),
+    t.event_time AS ended_at,
+    coalesce(t.event_time, l.event_time) AS state_event_time,
+    coalesce(t.event_id, l.event_id) AS state_event_id,
     a.first_event_time,
     a.last_event_time,
     a.events,
-    f.training ->> '$.kubernetes.cluster',
-    f.training ->> '$.kubernetes.namespace',
-    f.training ->> '$.kubernetes.jobName',
-    f.training ->> '$.modelName',
-    f.training ->> '$.stage'
+    f.training ->> '$.kubernetes.cluster' AS kubernetes_cluster,
+    f.training ->> '$.kubernetes.namespace' AS kubernetes_namespace,
+    f.training ->> '$.kubernetes.jobName' AS kubernetes_job_name,
+    f.training ->> '$.modelName' AS model_name,
+    f.training ->> '$.stage' AS stage
 FROM agg AS a
 JOIN ranked AS j ON j.k = a.job_k
 LEFT JOIN ranked AS t ON t.k = a.terminal_k
 LEFT JOIN ranked AS l ON l.k = a.latest_k
 LEFT JOIN facets AS f ON f.run_id = a.run_id
-ON CONFLICT (run_id) DO UPDATE SET
-    job_id = excluded.job_id,
-    job_namespace = excluded.job_namespace,
-    job_name = excluded.job_name,
-    parent_run_id = excluded.parent_run_id,
-    state = excluded.state,
-    started_at = excluded.started_at,
-    ended_at = excluded.ended_at,
-    state_event_time = excluded.state_event_time,
-    state_event_id = excluded.state_event_id,
-    first_event_time = excluded.first_event_time,
-    last_event_time = excluded.last_event_time,
-    events = excluded.events,
-    kubernetes_cluster = excluded.kubernetes_cluster,
-    kubernetes_namespace = excluded.kubernetes_namespace,
-    kubernetes_job_name = excluded.kubernetes_job_name,
-    model_name = excluded.model_name,
-    stage = excluded.stage;
+) AS n
+ON r.run_id = n.run_id
+WHEN MATCHED THEN UPDATE SET
+    job_id = n.job_id,
+    job_namespace = n.job_namespace,
+    job_name = n.job_name,
+    parent_run_id = n.parent_run_id,
+    state = n.state,
+    started_at = n.started_at,
+    ended_at = n.ended_at,
+    state_event_time = n.state_event_time,
+    state_event_id = n.state_event_id,
+    first_event_time = n.first_event_time,
+    last_event_time = n.last_event_time,
+    events = n.events,
+    kubernetes_cluster = n.kubernetes_cluster,
+    kubernetes_namespace = n.kubernetes_namespace,
+    kubernetes_job_name = n.kubernetes_job_name,
+    model_name = n.model_name,
+    stage = n.stage
+WHEN NOT MATCHED THEN INSERT BY NAME;
