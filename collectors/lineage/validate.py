@@ -812,23 +812,63 @@ def _kind_rule(kind: str) -> dict[str, Any]:
     return {"allOf": [{"$ref": f"{OPENLINEAGE_SCHEMA_ID}#/$defs/{kind}"}, {"properties": places}]}
 
 
-def _python_anchors(node: Any) -> Any:
-    """The documents with each ``pattern`` spelled for the Rust regex engine as Python reads
-    it: jsonschema applies ``re.search``, whose final ``$`` also matches before a trailing
-    newline (Rust's only at the very end)."""
-    if isinstance(node, list):
-        return [_python_anchors(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {}
-    for key, value in node.items():
-        if key == "pattern" and isinstance(value, str):
-            if value.endswith("$") and not value.endswith("\\$"):
-                value = value[:-1] + "\\n?$"
-            out[key] = value
-        else:
-            out[key] = _python_anchors(value)
-    return out
+_SUBSCHEMA = frozenset(
+    {
+        "additionalProperties",
+        "additionalItems",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+        "items",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contentSchema",
+    }
+)
+"""Keywords whose value is one schema (2020-12, and the drafts the vendored documents use)."""
+_SUBSCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
+"""Keywords whose value maps names to schemas (``dependencies``: a schema or a list of names)."""
+_SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+"""Keywords whose value is a list of schemas (``items`` in its draft-07 tuple form)."""
+
+
+def _each_schema(schema: Any, rewrite: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    """``schema`` with ``rewrite`` applied to it and to every schema inside it, innermost
+    first; everything else is copied as it is.
+
+    Only the applicator keywords hold schemas. A value under any other keyword is data or an
+    annotation (``const``, ``enum``, ``default``, ``examples``, an unknown keyword): an object
+    there with a ``pattern`` or ``format`` key is not a rule, and rewriting it would change
+    the value an event is compared with. A property named ``default`` or ``enum`` in a
+    ``properties`` map is a schema, and is rewritten. A boolean schema has nothing to
+    rewrite."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            value = [_each_schema(item, rewrite) for item in value]
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            value = {name: _each_schema(item, rewrite) for name, item in value.items()}
+        elif key in _SUBSCHEMA:
+            value = _each_schema(value, rewrite)
+        out[key] = value
+    return rewrite(out)
+
+
+def _python_anchor(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its ``pattern`` spelled for the Rust regex engine as Python reads it:
+    jsonschema applies ``re.search``, whose final ``$`` also matches before a trailing newline
+    (Rust's only at the very end)."""
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str) and pattern.endswith("$") and not pattern.endswith("\\$"):
+        return {**schema, "pattern": pattern[:-1] + "\\n?$"}
+    return schema
 
 
 class _Remembered(dict[str, bool]):
@@ -906,34 +946,28 @@ and dates on days 1-28, valid in every month), every one of which the format's t
 first, in Rust, and calls the Python test only when it does not match."""
 
 
-_VALUE_KEYWORDS = frozenset({"const", "enum", "default", "examples", "example"})
-"""Keywords whose value is data, not a schema: nothing in it is a rule to rewrite."""
-
-
-def _common_formats_first(node: Any) -> Any:
-    """The documents with each ``format`` of ``COMMON_FORMAT_PATTERNS`` checked as ``anyOf``
-    [its common pattern, the format]: a value that matches the pattern needs no call back into
-    Python, one that does not gets the format's own test, so no verdict changes. A value
-    under a data keyword (``_VALUE_KEYWORDS``) is copied as it is: an object there that has a
-    ``format`` key is data.
+def _common_format_first(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its ``format``, if one of ``COMMON_FORMAT_PATTERNS``, checked as
+    ``anyOf`` [its common pattern, the format]: a value that matches the pattern needs no call
+    back into Python, one that does not gets the format's own test, so no verdict changes.
 
     An event holds some 35 format values (each facet's ``_producer`` and ``_schemaURL``), and
     each call from jsonschema_rs into a Python test cost more than the rest of the validation
     together: about half of jsonschema_rs's time per event."""
-    if isinstance(node, list):
-        return [_common_formats_first(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {
-        key: value if key in _VALUE_KEYWORDS else _common_formats_first(value)
-        for key, value in node.items()
-    }
-    name = node.get("format")
-    if isinstance(name, str) and name in COMMON_FORMAT_PATTERNS:
-        del out["format"]
-        either = {"anyOf": [{"pattern": COMMON_FORMAT_PATTERNS[name]}, {"format": name}]}
-        out["allOf"] = [*out.get("allOf", []), either]
+    name = schema.get("format")
+    if not (isinstance(name, str) and name in COMMON_FORMAT_PATTERNS):
+        return schema
+    out = {key: value for key, value in schema.items() if key != "format"}
+    either = {"anyOf": [{"pattern": COMMON_FORMAT_PATTERNS[name]}, {"format": name}]}
+    out["allOf"] = [*out.get("allOf", []), either]
     return out
+
+
+def _fast_document(document: dict[str, Any]) -> dict[str, Any]:
+    """A vendored schema document as the fast path compiles it: each of its schemas with its
+    ``pattern`` anchored as Python reads it, then its common formats checked in Rust first
+    (``_each_schema``: values that are data are left alone)."""
+    return _each_schema(_each_schema(document, _python_anchor), _common_format_first)
 
 
 def _compile_fast() -> tuple[Any, dict[str, Any]]:
@@ -941,7 +975,7 @@ def _compile_fast() -> tuple[Any, dict[str, Any]]:
 
     documents = _without_official_bases(load_schemas())
     registry = jsonschema_rs.Registry(
-        [(uri, _common_formats_first(_python_anchors(doc))) for uri, doc in documents.items()],
+        [(uri, _fast_document(doc)) for uri, doc in documents.items()],
         draft=jsonschema_rs.Draft202012,
         retriever=_no_retrieval,
     )

@@ -706,16 +706,82 @@ def test_fast_path_keeps_every_format_behind_its_common_pattern() -> None:
             if "allOf" in original:
                 walk(fast["allOf"], original["allOf"])
         for key in set(original) - {"format", "allOf"}:
-            if key in V._VALUE_KEYWORDS:  # data, copied as it is
-                assert fast[key] == original[key]
-            else:
-                walk(fast[key], original[key])
+            walk(fast[key], original[key])
 
     for document in _DOCS.values():
-        walk(V._common_formats_first(document), document)
+        walk(V._each_schema(document, V._common_format_first), document)
     assert seen == set(V.COMMON_FORMAT_PATTERNS)  # no pattern without a format to stand for
-    data = {"const": {"format": "uri"}, "enum": [{"format": "uuid"}], "type": "object"}
-    assert V._common_formats_first(data) == data
+
+
+def test_every_reference_of_the_vendored_documents_is_to_a_definition() -> None:
+    """The fast path rewrites the schemas it finds under the applicator keywords; a ``$ref``
+    into anything else (an annotation, a data value) would reach a schema it never saw."""
+    refs: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            refs.extend([node["$ref"]] if isinstance(node.get("$ref"), str) else [])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(_DOCS)
+    assert refs
+    for ref in refs:
+        document, _, pointer = ref.partition("#")
+        assert document in ("", *_DOCS) and pointer.count("/") == 2, ref
+        assert pointer.startswith("/$defs/"), ref
+
+
+_DATA_AND_SCHEMAS = {
+    "type": "object",
+    "properties": {
+        # properties named like data keywords: schemas, rewritten
+        "default": {"type": "string", "pattern": "^v1$"},
+        "enum": {"type": "string", "format": "uri"},
+        # data keywords: values compared as they are, never rewritten
+        "const": {"const": {"pattern": "^c$", "format": "uuid"}},
+        "listed": {"enum": [{"pattern": "^e$"}, {"format": "date"}]},
+        "tuple": {"type": "array", "prefixItems": [{"pattern": "^t$"}]},
+    },
+    "default": {"pattern": "^d$"},
+    "examples": [{"format": "uri"}],
+    "x-note": {"pattern": "^n$"},
+}
+
+
+@pytest.mark.parametrize(
+    "instance",
+    [
+        {"default": "v1"},
+        {"default": "v1\n"},  # Python's $ matches before a final newline: valid
+        {"default": "v2"},
+        {"enum": "https://example.com/a"},
+        {"enum": "not a uri"},
+        {"const": {"pattern": "^c$", "format": "uuid"}},
+        {"const": {"pattern": "^c\\n?$", "format": "uuid"}},
+        {"listed": {"pattern": "^e$"}},
+        {"listed": {"format": "date"}},
+        {"listed": {"allOf": [{"anyOf": [{"format": "date"}]}]}},
+        {"tuple": ["t\n"]},
+        {"tuple": ["u"]},
+    ],
+)
+def test_fast_document_rewrites_schemas_never_data(instance: dict[str, Any]) -> None:
+    """Rewritten for the fast path (patterns anchored as Python reads them, common formats
+    first), a schema gives jsonschema's verdict on every instance: the rewrite reaches the
+    schemas under properties named like data keywords and leaves data values alone."""
+    import jsonschema_rs
+
+    fast = jsonschema_rs.Draft202012Validator(
+        V._fast_document(_DATA_AND_SCHEMAS),
+        validate_formats=True,
+        formats={"uri": V.is_uri, "uuid": V.is_uuid, "date": V.is_date},
+    )
+    oracle = Draft202012Validator(_DATA_AND_SCHEMAS, format_checker=FORMATS)
+    assert fast.is_valid(instance) == oracle.is_valid(instance)
 
 
 def test_fast_path_never_fetches() -> None:
