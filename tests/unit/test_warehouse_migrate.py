@@ -238,6 +238,17 @@ def test_0017_rebuilds_the_lineage_tables_without_key_indexes_keeping_rows_and_c
             shutil.copy(path, migrations)
     wh = _warehouse(tmp_path, migrations)
     tables = ("lineage_events", "lineage_runs", "lineage_dataset_versions", "lineage_run_io")
+
+    def stored(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple]]:
+        """Each table's rows, and every column's comment."""
+        rows = {t: sorted(con.execute(f"SELECT * FROM core.{t}").fetchall()) for t in tables}
+        rows["comments"] = con.execute(
+            "SELECT table_name, column_name, comment FROM duckdb_columns()"
+            " WHERE schema_name = 'core' AND table_name IN ? ORDER BY ALL",
+            [list(tables)],
+        ).fetchall()
+        return rows
+
     with wh.writer() as con:
         con.execute(
             "INSERT INTO core.lineage_events (event_id, event_time, event_kind, run_id, payload,"
@@ -255,26 +266,11 @@ def test_0017_rebuilds_the_lineage_tables_without_key_indexes_keeping_rows_and_c
         con.execute(
             "INSERT INTO core.lineage_run_io VALUES ('r1', 'v1', 'INPUT', NULL, 'e1', 'c1')"
         )
-        before = {t: sorted(con.execute(f"SELECT * FROM core.{t}").fetchall()) for t in tables}
-        comments = con.execute(
-            "SELECT table_name, column_name, comment FROM duckdb_columns()"
-            " WHERE schema_name = 'core' AND table_name IN ? ORDER BY ALL",
-            [list(tables)],
-        ).fetchall()
+        before = stored(con)
     shutil.copy(DEFAULT_MIGRATIONS_DIR / "0017_lineage_tables_without_art_indexes.sql", migrations)
     with wh.writer() as con:
-        assert {t: sorted(con.execute(f"SELECT * FROM core.{t}").fetchall()) for t in tables} == (
-            before
-        )
-        assert (
-            con.execute(
-                "SELECT table_name, column_name, comment FROM duckdb_columns()"
-                " WHERE schema_name = 'core' AND table_name IN ? ORDER BY ALL",
-                [list(tables)],
-            ).fetchall()
-            == comments
-        )
-        assert all(comment for _, _, comment in comments)
+        assert stored(con) == before
+        assert all(comment for _, _, comment in before["comments"])
         keys = con.execute(
             "SELECT table_name FROM duckdb_constraints() WHERE schema_name = 'core'"
             " AND table_name LIKE 'lineage%' AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')"
