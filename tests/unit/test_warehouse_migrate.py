@@ -22,6 +22,17 @@ def _dir_with_foundation(tmp_path: Path) -> Path:
     return migrations
 
 
+def _dir_before(tmp_path: Path, version: str) -> Path:
+    """A migrations folder with annex's migrations older than ``version`` (e.g. "0017"): a
+    warehouse as it stood before that one, to add rows the migration must keep."""
+    migrations = tmp_path / "migrations"
+    migrations.mkdir()
+    for path in DEFAULT_MIGRATIONS_DIR.glob("*.sql"):
+        if path.name < version:
+            shutil.copy(path, migrations)
+    return migrations
+
+
 def _warehouse(tmp_path: Path, migrations: Path) -> Warehouse:
     return Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb"), migrations_dir=migrations)
 
@@ -198,11 +209,7 @@ def test_0016_keeps_each_heads_collection_before_dropping_the_facet_history(
 ) -> None:
     """The facet history becomes a view over the payloads; the collection that set each head,
     which the lineage refresh reads, is taken from the old table first."""
-    migrations = tmp_path / "migrations"
-    migrations.mkdir()
-    for path in DEFAULT_MIGRATIONS_DIR.glob("*.sql"):
-        if path.name < "0016":
-            shutil.copy(path, migrations)
+    migrations = _dir_before(tmp_path, "0016")
     wh = _warehouse(tmp_path, migrations)
     keys = "'dataset', 'v1', 'datasetType'"
     with wh.writer() as con:
@@ -231,11 +238,7 @@ def test_0017_rebuilds_the_lineage_tables_without_key_indexes_keeping_rows_and_c
     """Events, runs, versions and edges lose their PRIMARY KEY (an ART index held in memory
     whole) and keep their rows, NOT NULL and CHECK constraints, comments and the views over
     them."""
-    migrations = tmp_path / "migrations"
-    migrations.mkdir()
-    for path in DEFAULT_MIGRATIONS_DIR.glob("*.sql"):
-        if path.name < "0017":
-            shutil.copy(path, migrations)
+    migrations = _dir_before(tmp_path, "0017")
     wh = _warehouse(tmp_path, migrations)
     tables = ("lineage_events", "lineage_runs", "lineage_dataset_versions", "lineage_run_io")
 
