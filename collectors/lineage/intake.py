@@ -47,6 +47,7 @@ This module knows nothing of HTTP servers: the methods take bytes and return an
 from __future__ import annotations
 
 import base64
+import contextlib
 import gc
 import hashlib
 import logging
@@ -55,6 +56,7 @@ import os
 import signal
 import threading
 import weakref
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -308,6 +310,47 @@ def _warm() -> int:
     return os.getpid()
 
 
+WORKER_ENVIRONMENT = {
+    "PYTHONMALLOC": "malloc",
+    "MALLOC_TRIM_THRESHOLD_": str(1 << 30),
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_TOP_PAD_": str(64 << 20),
+    "ARROW_DEFAULT_MEMORY_POOL": "system",
+}
+"""The environment the validating processes start with: they keep their heap between requests.
+
+Decoding one body of 1,000 events makes some 30 MB of Python objects, freed when its reply is
+built. With Python's own allocator the emptied 1 MiB arenas go back to the system and the next
+body faults them in again, page by page: some 4,000 page faults per body, 8% of a worker's CPU
+time (measured: 236 against 217 µs per event, user and system time, over 100 bodies, four
+alternating runs each). Here every object comes from glibc's malloc, which keeps what was freed
+(``MALLOC_TRIM_THRESHOLD_``: trims only past 1 GiB free; ``MALLOC_MMAP_THRESHOLD_``: blocks up
+to 32 MiB, a whole inflated body, come from the heap too; ``MALLOC_TOP_PAD_``: the heap grows 64
+MiB at a time), and so do Arrow's buffers (its system pool). A worker's memory thus stays at the
+high-water mark of the largest body it has decoded, bounded by ``lineage.max_body_bytes``."""
+
+_SPAWNING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _spawning_workers() -> Iterator[None]:
+    """``WORKER_ENVIRONMENT`` set while the pool's processes are spawned, restored after.
+
+    A spawned process inherits this process's environment, and ``multiprocessing`` offers no
+    other way to give it one (Python reads ``PYTHONMALLOC`` before any of our code runs)."""
+    with _SPAWNING:
+        saved = {name: os.environ.get(name) for name in WORKER_ENVIRONMENT}
+        os.environ.update(WORKER_ENVIRONMENT)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
 def _worker_init() -> None:
     """Workers leave Ctrl-C to ``annex serve``, which stops them; they collect cyclic garbage
     less often than Python's default (every 700 new containers): decoding one body creates
@@ -346,7 +389,9 @@ class LineageIntake:
                     mp_context=multiprocessing.get_context("spawn"),
                     initializer=_worker_init,
                 )
-                self._warming = [pool.submit(_warm) for _ in range(self.workers)]
+                # each submit while no worker is idle spawns one: all of them start here
+                with _spawning_workers():
+                    self._warming = [pool.submit(_warm) for _ in range(self.workers)]
                 self._pool = pool
                 weakref.finalize(self, pool.shutdown, wait=False, cancel_futures=True)
             return self._pool

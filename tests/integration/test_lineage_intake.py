@@ -439,3 +439,30 @@ def test_worker_processes_validate_concurrent_requests(tmp_path: Path, events: l
         intake.close()
     kinds = [line["kind"] for line in spool_lines(settings)]
     assert kinds.count("event") == 20 and kinds.count("rejected") == 2
+
+
+def test_worker_processes_start_with_their_own_allocator_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The validating processes start with WORKER_ENVIRONMENT (glibc's malloc, which keeps
+    its heap between bodies); this process's environment is as it was, a value set before
+    included."""
+    import os
+
+    from collectors.lineage.intake import WORKER_ENVIRONMENT, LineageIntake
+
+    monkeypatch.setenv("MALLOC_TOP_PAD_", "4096")
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    before = dict(os.environ)
+    intake = LineageIntake(make_settings(tmp_path, intake_workers=2).lineage)
+    try:
+        intake.wait_ready()
+        pids = list(intake._start_pool()._processes)
+        assert len(pids) == 2
+        for pid in pids:
+            pairs = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            environment = dict(p.decode().split("=", 1) for p in pairs if b"=" in p)
+            assert {k: environment.get(k) for k in WORKER_ENVIRONMENT} == WORKER_ENVIRONMENT
+    finally:
+        intake.close()
+    assert dict(os.environ) == before
