@@ -15,7 +15,10 @@
 -- 4. Jobs, datasets, versions and run inputs/outputs are upserted by their keys: first-seen
 --    times only move earlier, a version's producer is the run of its earliest output event.
 --    Jobs and datasets, a few rows, by ON CONFLICT; versions, edges and runs, which grow with
---    the events, by MERGE INTO, a join, as they have no index to check (migration 0017).
+--    the events, by a join, as they have no index to check (migration 0017): versions and runs
+--    by MERGE INTO; edges (and the facet heads, step 5), whose new rows are most of a batch,
+--    by matching the stored rows first, then an UPDATE of the matched and a plain INSERT of
+--    the rest (MERGE INTO's insert path cost 1.5x to 2x a plain INSERT of the same rows).
 -- 5. core.lineage_facet_heads keeps the latest facet per entity and facet name by (eventTime,
 --    event_id): an older event arriving later never replaces a newer facet. The facets of each
 --    event are not stored again: core.lineage_facets reads them from the stored payloads.
@@ -314,27 +317,40 @@ WHEN NOT MATCHED THEN INSERT
     VALUES (n.dataset_version_id, n.dataset_id, n.namespace, n.name, n.version,
             n.version_source, n.produced_by_run_id, n.produced_at, n.created_at);
 
-MERGE INTO core.lineage_run_io AS e
-USING (
-    SELECT run_id, dataset_version_id, direction, min(event_time) AS first_event_time,
-           arg_min(event_id, (event_time, event_id)) AS first_event_id
-    FROM lin_items
-    WHERE event_kind = 'RunEvent' AND direction IN ('INPUT', 'OUTPUT')
-    GROUP BY run_id, dataset_version_id, direction
-) AS n
-ON e.run_id = n.run_id AND e.dataset_version_id = n.dataset_version_id
-   AND e.direction = n.direction
--- (the earliest event naming the edge; on a tie in eventTime the smaller event_id, as within
--- a batch, whichever collection brought it)
-WHEN MATCHED AND (n.first_event_time < e.first_event_time
-                  OR (n.first_event_time = e.first_event_time
-                      AND n.first_event_id < e.first_event_id)) THEN UPDATE SET
-    first_event_time = n.first_event_time,
+-- (the stored rows are matched once, by the edge's key; the UPDATE and the INSERT then name
+-- rows by rowid: 200,000 events, 321,000 new edges: 0.9 s against MERGE INTO's 1.4 s)
+CREATE OR REPLACE TEMP TABLE lin_edges AS
+SELECT run_id, dataset_version_id, direction, min(event_time) AS first_event_time,
+       arg_min(event_id, (event_time, event_id)) AS first_event_id
+FROM lin_items
+WHERE event_kind = 'RunEvent' AND direction IN ('INPUT', 'OUTPUT')
+GROUP BY run_id, dataset_version_id, direction;
+
+CREATE OR REPLACE TEMP TABLE lin_edge_match AS
+SELECT n.rowid AS new_row, e.rowid AS stored_row,
+       -- (the earliest event naming the edge; on a tie in eventTime the smaller event_id, as
+       -- within a batch, whichever collection brought it)
+       n.first_event_time < e.first_event_time
+       OR (n.first_event_time = e.first_event_time AND n.first_event_id < e.first_event_id)
+           AS earlier
+FROM lin_edges AS n
+JOIN core.lineage_run_io AS e
+    ON e.run_id = n.run_id AND e.dataset_version_id = n.dataset_version_id
+    AND e.direction = n.direction;
+
+UPDATE core.lineage_run_io AS e
+SET first_event_time = n.first_event_time,
     first_event_id = n.first_event_id
-WHEN NOT MATCHED THEN INSERT
+FROM lin_edge_match AS m
+JOIN lin_edges AS n ON n.rowid = m.new_row
+WHERE e.rowid = m.stored_row AND m.earlier;
+
+INSERT INTO core.lineage_run_io
     (run_id, dataset_version_id, direction, first_event_time, first_event_id, collection_id)
-    VALUES (n.run_id, n.dataset_version_id, n.direction, n.first_event_time,
-            n.first_event_id, getvariable('collection_id'));
+SELECT run_id, dataset_version_id, direction, first_event_time, first_event_id,
+       getvariable('collection_id')
+FROM lin_edges
+WHERE rowid NOT IN (SELECT new_row FROM lin_edge_match);
 
 -- 5. -------------------------------------------------------------------------------------------
 -- The facets of the new events, one entry per entity, facet name and event: run facets of run
@@ -395,24 +411,37 @@ DROP TABLE lin_new;
 DROP TABLE lin_rank;
 
 -- Merged into the heads by a join (no index to maintain): a stored head is replaced only by a
--- newer one.
-MERGE INTO core.lineage_facet_heads AS h
-USING lin_facet_latest AS n
-ON h.entity_kind = n.entity_kind AND h.entity_id = n.entity_id AND h.facet_name = n.facet_name
-WHEN MATCHED AND (n.event_time > h.event_time
-                  OR (n.event_time = h.event_time AND n.event_id > h.event_id)) THEN UPDATE SET
-    event_id = n.event_id,
+-- newer one. The stored heads are matched once by their key; the newer facets replace theirs
+-- by rowid and the unmatched are inserted (882,000 new heads: 1.8-1.9 s against MERGE INTO's
+-- 3.2 s, 3.5 CPU s against 5.3).
+CREATE OR REPLACE TEMP TABLE lin_head_match AS
+SELECT n.rowid AS latest_row, h.rowid AS head_row,
+       n.event_time > h.event_time OR (n.event_time = h.event_time AND n.event_id > h.event_id)
+           AS newer
+FROM lin_facet_latest AS n
+JOIN core.lineage_facet_heads AS h
+    ON h.entity_kind = n.entity_kind AND h.entity_id = n.entity_id
+    AND h.facet_name = n.facet_name;
+
+UPDATE core.lineage_facet_heads AS h
+SET event_id = n.event_id,
     event_time = n.event_time,
     deleted = n.deleted,
     facet = n.facet,
     run_id = n.run_id,
     dataset_version_id = n.dataset_version_id,
     collection_id = getvariable('collection_id')
-WHEN NOT MATCHED THEN INSERT
+FROM lin_head_match AS m
+JOIN lin_facet_latest AS n ON n.rowid = m.latest_row
+WHERE h.rowid = m.head_row AND m.newer;
+
+INSERT INTO core.lineage_facet_heads
     (entity_kind, entity_id, facet_name, event_id, event_time, deleted, facet, run_id,
      dataset_version_id, collection_id)
-    VALUES (n.entity_kind, n.entity_id, n.facet_name, n.event_id, n.event_time, n.deleted,
-            n.facet, n.run_id, n.dataset_version_id, getvariable('collection_id'));
+SELECT entity_kind, entity_id, facet_name, event_id, event_time, deleted, facet, run_id,
+       dataset_version_id, getvariable('collection_id')
+FROM lin_facet_latest
+WHERE rowid NOT IN (SELECT latest_row FROM lin_head_match);
 
 -- 6. -------------------------------------------------------------------------------------------
 UPDATE core.lineage_datasets AS d
