@@ -4,6 +4,13 @@ What training exercises, one kernel each: a tiled GEMM (bf16, and fp8 e4m3 with 
 where the GPU has fp8 tensor cores), an HBM streaming copy and a STREAM triad (a = b + s·c),
 a fused row-wise softmax and a layer norm forward.
 
+The GEMM comes in two forms (``GEMM_VARIANTS``): tutorial 03's tile-per-program kernel with
+pointer loads, which runs on any GPU, and tutorial 09's persistent kernel whose tiles move
+through tensor descriptors (the TMA engine of sm_90). On an H200 (bench/RESULTS.md, session 21)
+the two were within each other's spread for bf16, and the TMA kernel was 5-7 % faster for fp8,
+so a GPU times both once per shape and keeps the faster; records keep the benchmark's kernel
+name (``matmul_kernel``) for their cohorts, and ``kernel_config["variant"]`` says which ran.
+
 On a GPU the launchers autotune over the configurations below (once per process and shape;
 the chosen one goes into each record's ``kernel_config``) and every kernel carries
 ``launch_metadata`` computed by ``work.work()``, so a Proton session started with
@@ -26,6 +33,7 @@ is defined (reference §6, caveat 1).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -171,6 +179,66 @@ def matmul_kernel(
     tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
 
 
+@triton.jit(launch_metadata=LAUNCH_METADATA["gemm"])
+def matmul_tma_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    B_KMAJOR: tl.constexpr,
+    NUM_PROGRAMS: tl.constexpr,
+    UPCAST: tl.constexpr,
+):
+    """C = A·B as ``matmul_kernel``, but persistent and with tensor-memory-accelerator tiles.
+
+    Tutorial 09's Hopper form: NUM_PROGRAMS programs (one per multiprocessor) walk the tiles in
+    the same grouped order, and every tile of A, B and C moves through a tensor descriptor
+    (TMA on sm_90: bulk copies, zero-filled past the edges, clipped stores, so no masks). B is
+    read K-major (``B_KMAJOR``: B's transpose is contiguous, as fp8 tensor cores require) or
+    row-major. Descriptors need unit inner strides and 16-byte aligned outer strides: the
+    launcher checks that before choosing this kernel.
+    """
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BM, BK])
+    if B_KMAJOR:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [N, K], [stride_bn, 1], [BN, BK])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_bk, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BM, BN])
+
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_pid_in_group = GROUP_M * num_pid_n
+    k_steps = tl.cdiv(K, BK)
+    for tile in tl.range(tl.program_id(axis=0), num_pid_m * num_pid_n, NUM_PROGRAMS, flatten=True):
+        group_id = tile // num_pid_in_group
+        first_pid_m = group_id * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + ((tile % num_pid_in_group) % group_size_m)
+        pid_n = (tile % num_pid_in_group) // group_size_m
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(k_steps):
+            a = a_desc.load([pid_m * BM, k * BK])
+            if B_KMAJOR:
+                b = b_desc.load([pid_n * BN, k * BK]).T
+            else:
+                b = b_desc.load([k * BK, pid_n * BN])
+            if UPCAST:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_ptr.dtype.element_ty))
+
+
 @triton.jit(launch_metadata=LAUNCH_METADATA["copy"])
 def copy_kernel(src_ptr, dst_ptr, N, BLOCK: tl.constexpr):
     """dst = src, BLOCK contiguous elements per program: one read and one write per element."""
@@ -265,6 +333,25 @@ GEMM_CONFIGS: list[tuple[dict[str, int], int, int]] = [
 the Hopper sweet spots (128×256×64, 3-4 stages, 8 warps for bf16; BK=128 for fp8). Configs that
 do not fit in shared memory are dropped by the autotuner (OutOfResources)."""
 
+GEMM_TMA_CONFIGS: list[tuple[dict[str, int], int, int]] = [
+    ({"BM": 128, "BN": bn, "BK": bk, "GROUP_M": 8}, stages, warps)
+    for bn, bk, stages, warps in (
+        (256, 64, 3, 8),
+        (256, 64, 4, 8),
+        (128, 64, 4, 4),
+        (128, 64, 4, 8),
+        (256, 128, 3, 8),
+        (128, 128, 3, 8),
+        (128, 128, 4, 4),
+    )
+]
+"""GPU autotuning space of the persistent TMA GEMM: tutorial 09's Hopper picks (128×256×64 in 3
+stages with 8 warps for bf16, BK=128 for fp8) and their neighbours; kept small because every
+configuration is compiled on first use."""
+
+GEMM_VARIANTS: tuple[str, ...] = ("pointer", "tma")
+"""The GEMM kernels: ``matmul_kernel`` (pointer loads) and ``matmul_tma_kernel``."""
+
 STREAM_CONFIGS: list[tuple[dict[str, int], int, int]] = [
     ({"BLOCK": block}, 1, warps) for block in (1024, 2048, 4096, 8192) for warps in (4, 8)
 ]
@@ -279,6 +366,10 @@ INTERPRETER_CONFIGS: dict[str, dict[str, int]] = {
 """Fixed configurations under the interpreter: 4 programs at the small suite's sizes (GEMM
 256³: 2×2 tiles of 4 K-steps; copy/triad 2^16: 4 blocks; softmax/layernorm 256 rows: 4×64)."""
 
+INTERPRETER_PERSISTENT_PROGRAMS = 2
+"""Programs of the persistent TMA GEMM under the interpreter: fewer than tiles, so each program
+walks several (the small suite's 256³ GEMM has 4)."""
+
 _TUNED: dict[str, Any] = {}
 
 
@@ -287,6 +378,8 @@ def _autotuned(benchmark: str) -> Any:
     if benchmark not in _TUNED:
         if benchmark == "gemm":
             kernel, space, key = matmul_kernel, GEMM_CONFIGS, ["M", "N", "K"]
+        elif benchmark == "gemm_tma":
+            kernel, space, key = matmul_tma_kernel, GEMM_TMA_CONFIGS, ["M", "N", "K", "B_KMAJOR"]
         elif benchmark == "copy":
             kernel, space, key = copy_kernel, STREAM_CONFIGS, ["N"]
         else:
@@ -322,26 +415,140 @@ def _rowwise_config(n: int) -> tuple[int, int, int]:
 # --------------------------------------------------------------------------------------------
 
 
-def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> dict[str, Any]:
-    """c = a @ b (a: M×K, b: K×N of any strides, c: M×N). Returns the kernel configuration."""
+def gemm(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, *, variant: str | None = None
+) -> dict[str, Any]:
+    """c = a @ b (a: M×K, b: K×N of any strides, c: M×N). Returns the kernel configuration.
+
+    ``variant`` picks the kernel (``GEMM_VARIANTS``). By default the interpreter runs the
+    pointer kernel, and a GPU times every variant the operands allow once per shape, dtype and
+    layout and keeps the fastest: the configuration then says which ran (``variant``) and what
+    each took (``variant_ms``), or why one could not run (``variant_errors``).
+    """
     m, k = a.shape
     k2, n = b.shape
     if k != k2 or tuple(c.shape) != (m, n):
         shapes = f"a {tuple(a.shape)}, b {tuple(b.shape)}, c {tuple(c.shape)}"
         raise ValueError(f"gemm shapes do not match: {shapes}")
+    allowed = gemm_variants(a, b, c)
+    if variant is not None:
+        if variant not in allowed:
+            raise ValueError(
+                f"gemm variant {variant!r} cannot run on these operands; possible: "
+                f"{', '.join(allowed)} (the TMA kernel needs a GPU of compute capability 9.0 or "
+                "more, unit inner strides and 16-byte aligned rows, and fp8 B K-major)"
+            )
+        return _GEMM_LAUNCHERS[variant](a, b, c)
+    if INTERPRET:
+        return _gemm_pointer(a, b, c)
+    key = (m, n, k, a.dtype, b.dtype, c.dtype, b.stride(0) == 1, allowed)
+    if key not in _GEMM_CHOICE:
+        _GEMM_CHOICE[key] = _fastest_gemm(a, b, c, allowed)
+    choice, timings, errors = _GEMM_CHOICE[key]
+    config = _GEMM_LAUNCHERS[choice](a, b, c)
+    return {**config, "variant_ms": timings, **({"variant_errors": errors} if errors else {})}
+
+
+def gemm_variants(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[str, ...]:
+    """The GEMM kernels that can run on these operands (the pointer kernel always can).
+
+    Tensor descriptors need sm_90's TMA on a GPU (the interpreter emulates them), unit inner
+    strides, outer strides and base addresses aligned to 16 bytes; fp8 tensor cores read B
+    K-major only.
+    """
+    if not INTERPRET and torch.cuda.get_device_capability(a.device) < (9, 0):
+        return ("pointer",)
+    b_kmajor = b.stride(0) == 1
+    b_outer = b.stride(1) if b_kmajor else b.stride(0)
+    inner = a.stride(1) == 1 and c.stride(1) == 1 and (b_kmajor or b.stride(1) == 1)
+    aligned = all(
+        (stride * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0
+        for t, stride in ((a, a.stride(0)), (b, b_outer), (c, c.stride(0)))
+    )
+    fp8_ok = a.element_size() > 1 or b_kmajor
+    return ("pointer", "tma") if inner and aligned and fp8_ok else ("pointer",)
+
+
+def _gemm_pointer(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> dict[str, Any]:
+    m, k = a.shape
+    n = b.shape[1]
     args = (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1))
     args += (c.stride(0), c.stride(1))
+    upcast = INTERPRET and a.dtype == torch.bfloat16  # the interpreter's bf16 tl.dot is broken
     if INTERPRET:
         meta = INTERPRETER_CONFIGS["gemm"]
-        upcast = a.dtype == torch.bfloat16  # the interpreter's bf16 tl.dot is broken (see top)
         grid = (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)
         matmul_kernel[grid](*args, **meta, UPCAST=upcast)
-        return {**meta, "UPCAST": upcast}
+        return {**meta, "UPCAST": upcast, "variant": "pointer"}
     kernel = _autotuned("gemm")
     kernel[lambda meta: (triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"]),)](
         *args, UPCAST=False
     )
-    return _config_dict(kernel.best_config, UPCAST=False)
+    return _config_dict(kernel.best_config, UPCAST=False, variant="pointer")
+
+
+def _gemm_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> dict[str, Any]:
+    m, k = a.shape
+    n = b.shape[1]
+    b_kmajor = b.stride(0) == 1
+    triton.set_allocator(_descriptor_scratch)
+    args = (a, b, c, m, n, k, a.stride(0), b.stride(0), b.stride(1), c.stride(0))
+    upcast = INTERPRET and a.dtype == torch.bfloat16
+    if INTERPRET:
+        meta = INTERPRETER_CONFIGS["gemm"]
+        programs = INTERPRETER_PERSISTENT_PROGRAMS
+        grid = (min(programs, triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"])),)
+        matmul_tma_kernel[grid](
+            *args, **meta, B_KMAJOR=b_kmajor, NUM_PROGRAMS=programs, UPCAST=upcast
+        )
+        return {**meta, "UPCAST": upcast, "variant": "tma", "programs": programs}
+    programs = torch.cuda.get_device_properties(a.device).multi_processor_count
+    kernel = _autotuned("gemm_tma")
+    kernel[lambda meta: (min(programs, triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"])),)](
+        *args, B_KMAJOR=b_kmajor, NUM_PROGRAMS=programs, UPCAST=False
+    )
+    return _config_dict(kernel.best_config, UPCAST=False, variant="tma", programs=programs)
+
+
+_GEMM_LAUNCHERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "pointer": _gemm_pointer,
+    "tma": _gemm_tma,
+}
+
+_GEMM_CHOICE: dict[tuple, tuple[str, dict[str, float], dict[str, str]]] = {}
+
+
+def _fastest_gemm(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, allowed: tuple[str, ...]
+) -> tuple[str, dict[str, float], dict[str, str]]:
+    """Autotune each variant, time its best configuration (median), keep the fastest.
+
+    A variant that fails to compile or run on this GPU is left out with its error; when every
+    one fails, the pointer kernel's error is raised.
+    """
+    from triton.testing import do_bench
+
+    timings: dict[str, float] = {}
+    errors: dict[str, str] = {}
+    for name in allowed:
+        launch = _GEMM_LAUNCHERS[name]
+        try:
+            launch(a, b, c)
+            ms = do_bench(functools.partial(launch, a, b, c), return_mode="median")
+            timings[name] = round(float(ms), 4)
+        except Exception as error:
+            if name == "pointer" and len(allowed) == 1:
+                raise
+            errors[name] = f"{type(error).__name__}: {error}"[:300]
+    if not timings:
+        raise RuntimeError(f"no GEMM kernel ran: {errors}")
+    return min(timings, key=timings.__getitem__), timings, errors
+
+
+def _descriptor_scratch(size: int, alignment: int, stream: Any) -> torch.Tensor:
+    """Global memory for descriptors built on the device (``triton.set_allocator``)."""
+    device = "cpu" if INTERPRET else torch.cuda.current_device()
+    return torch.empty(size, device=device, dtype=torch.int8)
 
 
 def copy(src: torch.Tensor, dst: torch.Tensor) -> dict[str, Any]:

@@ -21,25 +21,30 @@ def randn(device: str, *size: int, dtype: torch.dtype, seed: int = 0) -> torch.T
     return torch.randn(*size, generator=generator, device=device).to(dtype)
 
 
+@pytest.mark.parametrize("variant", kernels.GEMM_VARIANTS)
 @pytest.mark.parametrize(
     ("m", "n", "k"),
     [(256, 256, 256), (200, 136, 72)],  # 2×2 tiles of 128; the second hangs over M, N and K
 )
-def test_bf16_gemm_matches_torch_matmul(device: str, m: int, n: int, k: int) -> None:
+def test_bf16_gemm_matches_torch_matmul(device: str, variant: str, m: int, n: int, k: int) -> None:
     a = randn(device, m, k, dtype=torch.bfloat16, seed=1)
     b = randn(device, k, n, dtype=torch.bfloat16, seed=2)
     c = torch.full((m, n), float("nan"), device=device, dtype=torch.bfloat16)
-    config = kernels.gemm(a, b, c)
+    if variant not in kernels.gemm_variants(a, b, c):
+        pytest.skip(f"no {variant} GEMM on this GPU (needs compute capability 9.0)")
+    config = kernels.gemm(a, b, c, variant=variant)
     reference = torch.matmul(a.float(), b.float())
     scale = float(reference.square().mean().sqrt())  # ~sqrt(K): bf16 rounding is relative
     torch.testing.assert_close(c.float(), reference, rtol=1.6e-2, atol=1e-2 * scale)
     # The record must say how the kernel ran: bf16 tiles upcast only under the interpreter.
     assert config["UPCAST"] is kernels.INTERPRET
+    assert config["variant"] == variant
     assert {"BM", "BN", "BK", "GROUP_M"} <= set(config)
 
 
-@pytest.mark.parametrize(("m", "n", "k"), [(256, 256, 256), (130, 100, 96)])
-def test_fp8_gemm_matches_torch_matmul(device: str, m: int, n: int, k: int) -> None:
+@pytest.mark.parametrize("variant", kernels.GEMM_VARIANTS)
+@pytest.mark.parametrize(("m", "n", "k"), [(256, 256, 256), (136, 104, 96)])
+def test_fp8_gemm_matches_torch_matmul(device: str, variant: str, m: int, n: int, k: int) -> None:
     if not kernels.INTERPRET and torch.cuda.get_device_capability() < (8, 9):
         # No fp8 tensor cores: the suite must skip fp8 with a reason instead of running it.
         from probes.gpubench.device import gpu_device
@@ -50,13 +55,43 @@ def test_fp8_gemm_matches_torch_matmul(device: str, m: int, n: int, k: int) -> N
     a = randn(device, m, k, dtype=torch.float8_e4m3fn, seed=3)
     b_storage = randn(device, n, k, dtype=torch.float8_e4m3fn, seed=4)  # column-major B
     b = b_storage.T
-    c = torch.empty(m, n, device=device, dtype=torch.bfloat16)
-    kernels.gemm(a, b, c)
+    c = torch.full((m, n), float("nan"), device=device, dtype=torch.bfloat16)
+    if variant not in kernels.gemm_variants(a, b, c):
+        pytest.skip(f"no {variant} GEMM on this GPU (needs compute capability 9.0)")
+    assert kernels.gemm(a, b, c, variant=variant)["variant"] == variant
     # e4m3 -> bf16 is exact, so torch.matmul in bf16 sees the very same operands.
     reference = torch.matmul(a.to(torch.bfloat16).float(), b.to(torch.bfloat16).float())
     scale = float(reference.square().mean().sqrt())
     torch.testing.assert_close(c.float(), reference, rtol=3e-2, atol=3e-2 * scale)
     assert c.dtype == torch.bfloat16
+
+
+def test_the_tma_gemm_is_offered_only_where_descriptors_can_address_the_operands(
+    device: str,
+) -> None:
+    if not kernels.INTERPRET and torch.cuda.get_device_capability() < (9, 0):
+        a = torch.zeros(64, 64, device=device, dtype=torch.bfloat16)
+        assert kernels.gemm_variants(a, a, a) == ("pointer",)  # no TMA before Hopper
+        return
+    bf16, fp8 = torch.bfloat16, torch.float8_e4m3fn
+    a = torch.zeros(64, 64, device=device, dtype=bf16)
+    c = torch.zeros(64, 64, device=device, dtype=bf16)
+    assert kernels.gemm_variants(a, a, c) == ("pointer", "tma")
+    assert kernels.gemm_variants(a, a.T, c) == ("pointer", "tma")  # K-major B
+    # Rows of 100 bf16 are 200 bytes: not a multiple of 16, so no descriptor.
+    narrow = torch.zeros(64, 100, device=device, dtype=bf16)
+    assert kernels.gemm_variants(a, narrow, torch.zeros(64, 100, device=device, dtype=bf16)) == (
+        "pointer",
+    )
+    # A strided view (every other column) has no unit inner stride.
+    strided = torch.zeros(64, 128, device=device, dtype=bf16)[:, ::2]
+    assert kernels.gemm_variants(strided, a, c) == ("pointer",)
+    # fp8 tensor cores read B K-major only.
+    a8 = torch.zeros(64, 64, device=device, dtype=fp8)
+    assert kernels.gemm_variants(a8, a8, c) == ("pointer",)
+    assert kernels.gemm_variants(a8, a8.T.contiguous().T, c) == ("pointer", "tma")
+    with pytest.raises(ValueError, match="cannot run on these operands"):
+        kernels.gemm(a8, a8, c, variant="tma")
 
 
 def test_gemm_refuses_mismatched_shapes(device: str) -> None:

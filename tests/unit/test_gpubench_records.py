@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -313,3 +314,39 @@ def test_failed_correctness_check_is_kept_untimed() -> None:
     assert claims_correct.reason_code == "schema_violation"
     partly = validate_line(json.dumps(record(ms_p20=None, correct=False)).encode())
     assert isinstance(partly, Rejected) and "ms_p20" in partly.message
+
+
+REAL_GPU_RECORDS = Path(__file__).parent / "gpubench_fixtures" / "h200_records.jsonl"
+
+
+def test_records_printed_on_a_real_h200_validate_with_the_pods_placement() -> None:
+    """The suite's own output on an H200 (not a hand-written record) passes every check.
+
+    Outside a pod the placement fields are null, and the collector refuses that (records come
+    from probe pods' logs); the manifest's downward API fills them, as done here.
+    """
+    lines = REAL_GPU_RECORDS.read_bytes().splitlines()
+    assert len(lines) == 6
+    placed = {"cluster": "prod-a", "job": "annex-gpubench-202611261700"}
+    placed.update(namespace=CONTEXT.namespace, pod=CONTEXT.pod, node=CONTEXT.node)
+    seen = set()
+    for raw in lines:
+        unplaced = validate_line(raw, CONTEXT)
+        assert isinstance(unplaced, Rejected) and unplaced.reason_code == "schema_violation"
+        printed = json.loads(raw)
+        result = validate_line(json.dumps({**printed, **placed}).encode(), CONTEXT)
+        assert isinstance(result, Measurement), result
+        assert result.correct and result.backend == "cuda" and result.gpu_sku == "H200-SXM-141GB"
+        seen.add((result.benchmark, result.dtype))
+        # annex recomputes the figures from shape, dtype and p50; they must agree with the GPU's.
+        if result.benchmark == "gemm":
+            flops = 2 * 8192**3
+            assert result.achieved_tflops == pytest.approx(flops / printed["ms_p50"] / 1e9)
+            assert 0.5 < result.frac_peak_flops < 1.0
+            assert json.loads(result.kernel_config)["variant"] in ("pointer", "tma")
+        else:
+            assert 0.5 < result.frac_peak_bw < 1.0
+    assert seen == {
+        ("gemm", "bf16"), ("gemm", "fp8"), ("copy", "fp32"),
+        ("triad", "fp32"), ("softmax", "bf16"), ("layernorm", "bf16"),
+    }  # fmt: skip
