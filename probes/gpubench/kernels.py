@@ -6,9 +6,10 @@ a fused row-wise softmax and a layer norm forward.
 
 The GEMM comes in two forms (``GEMM_VARIANTS``): tutorial 03's tile-per-program kernel with
 pointer loads, which runs on any GPU, and tutorial 09's persistent kernel whose tiles move
-through tensor descriptors (the TMA engine of sm_90). On an H200 (bench/RESULTS.md, session 21)
-the two were within each other's spread for bf16, and the TMA kernel was 5-7 % faster for fp8,
-so a GPU times both once per shape and keeps the faster; records keep the benchmark's kernel
+through tensor descriptors (the TMA engine of sm_90). On an H200 and an H100 (bench/RESULTS.md,
+session 21) the two were within each other's spread for bf16 and the TMA kernel was 5-10 %
+faster for fp8, so a GPU times both once per shape and keeps the faster; records keep the
+benchmark's kernel
 name (``matmul_kernel``) for their cohorts, and ``kernel_config["variant"]`` says which ran.
 
 On a GPU the launchers autotune over the configurations below (once per process and shape;

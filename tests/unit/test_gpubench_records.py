@@ -316,16 +316,23 @@ def test_failed_correctness_check_is_kept_untimed() -> None:
     assert isinstance(partly, Rejected) and "ms_p20" in partly.message
 
 
-REAL_GPU_RECORDS = Path(__file__).parent / "gpubench_fixtures" / "h200_records.jsonl"
+REAL_GPU_RECORDS = Path(__file__).parent / "gpubench_fixtures"
 
 
-def test_records_printed_on_a_real_h200_validate_with_the_pods_placement() -> None:
-    """The suite's own output on an H200 (not a hand-written record) passes every check.
+@pytest.mark.parametrize(
+    ("records", "sku"),
+    [("h200_records.jsonl", "H200-SXM-141GB"), ("h100_records.jsonl", "H100-SXM5-80GB")],
+)
+def test_records_printed_on_a_real_gpu_validate_with_the_pods_placement(
+    records: str, sku: str
+) -> None:
+    """The suite's own output on an H200 and an H100 (not hand-written records) passes every
+    check.
 
     Outside a pod the placement fields are null, and the collector refuses that (records come
     from probe pods' logs); the manifest's downward API fills them, as done here.
     """
-    lines = REAL_GPU_RECORDS.read_bytes().splitlines()
+    lines = (REAL_GPU_RECORDS / records).read_bytes().splitlines()
     assert len(lines) == 6
     placed = {"cluster": "prod-a", "job": "annex-gpubench-202611261700"}
     placed.update(namespace=CONTEXT.namespace, pod=CONTEXT.pod, node=CONTEXT.node)
@@ -336,7 +343,7 @@ def test_records_printed_on_a_real_h200_validate_with_the_pods_placement() -> No
         printed = json.loads(raw)
         result = validate_line(json.dumps({**printed, **placed}).encode(), CONTEXT)
         assert isinstance(result, Measurement), result
-        assert result.correct and result.backend == "cuda" and result.gpu_sku == "H200-SXM-141GB"
+        assert result.correct and result.backend == "cuda" and result.gpu_sku == sku
         seen.add((result.benchmark, result.dtype))
         # annex recomputes the figures from shape, dtype and p50; they must agree with the GPU's.
         if result.benchmark == "gemm":
