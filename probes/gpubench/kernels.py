@@ -9,8 +9,8 @@ pointer loads, which runs on any GPU, and tutorial 09's persistent kernel whose 
 through tensor descriptors (the TMA engine of sm_90). On an H200 and an H100 (bench/RESULTS.md,
 session 21) the two were within each other's spread for bf16 and the TMA kernel was 5-10 %
 faster for fp8, so a GPU times both once per shape and keeps the faster; records keep the
-benchmark's kernel
-name (``matmul_kernel``) for their cohorts, and ``kernel_config["variant"]`` says which ran.
+benchmark's kernel name (``matmul_kernel``) for their cohorts, and ``kernel_config["variant"]``
+says which ran.
 
 On a GPU the launchers autotune over the configurations below (once per process and shape;
 the chosen one goes into each record's ``kernel_config``) and every kernel carries
