@@ -7,10 +7,10 @@ a fused row-wise softmax and a layer norm forward.
 The GEMM comes in two forms (``GEMM_VARIANTS``): tutorial 03's tile-per-program kernel with
 pointer loads, which runs on any GPU, and tutorial 09's persistent kernel whose tiles move
 through tensor descriptors (the TMA engine of sm_90). On an H200 and an H100 (bench/RESULTS.md,
-session 21) the two were within each other's spread for bf16 and the TMA kernel was 5-10 %
-faster for fp8, so a GPU times both once per shape and keeps the faster; records keep the
-benchmark's kernel name (``matmul_kernel``) for their cohorts, and ``kernel_config["variant"]``
-says which ran.
+session 21) the TMA kernel was 5-10 % faster for fp8 and won three of four timings for bf16
+(the two within each other's spread), so it runs wherever the operands allow it; records keep
+the benchmark's kernel name (``matmul_kernel``) for their cohorts, and
+``kernel_config["variant"]`` says which ran.
 
 On a GPU the launchers autotune over the configurations below (once per process and shape;
 the chosen one goes into each record's ``kernel_config``) and every kernel carries
@@ -34,7 +34,6 @@ is defined (reference §6, caveat 1).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -350,8 +349,16 @@ GEMM_TMA_CONFIGS: list[tuple[dict[str, int], int, int]] = [
 stages with 8 warps for bf16, BK=128 for fp8) and their neighbours; kept small because every
 configuration is compiled on first use."""
 
+TENSOR_DESCRIPTORS: bool = hasattr(tl, "make_tensor_descriptor") and tuple(
+    int(part) for part in triton.__version__.split(".")[:2]
+) >= (3, 4)
+"""Whether this Triton builds tensor descriptors in kernels and flattens persistent loops
+(``tl.range(..., flatten=True)``), as ``matmul_tma_kernel`` does: 3.4 and later (the TMA GEMM
+was measured with 3.6 on GPUs and runs under 3.9's interpreter in the tests)."""
+
 GEMM_VARIANTS: tuple[str, ...] = ("pointer", "tma")
-"""The GEMM kernels: ``matmul_kernel`` (pointer loads) and ``matmul_tma_kernel``."""
+"""The GEMM kernels, the preferred last: ``matmul_kernel`` (pointer loads, any GPU) and
+``matmul_tma_kernel`` (tensor descriptors, sm_90 and later)."""
 
 STREAM_CONFIGS: list[tuple[dict[str, int], int, int]] = [
     ({"BLOCK": block}, 1, warps) for block in (1024, 2048, 4096, 8192) for warps in (4, 8)
@@ -421,10 +428,10 @@ def gemm(
 ) -> dict[str, Any]:
     """c = a @ b (a: M×K, b: K×N of any strides, c: M×N). Returns the kernel configuration.
 
-    ``variant`` picks the kernel (``GEMM_VARIANTS``). By default the interpreter runs the
-    pointer kernel, and a GPU times every variant the operands allow once per shape, dtype and
-    layout and keeps the fastest: the configuration then says which ran (``variant``) and what
-    each took (``variant_ms``), or why one could not run (``variant_errors``).
+    ``variant`` picks the kernel (``GEMM_VARIANTS``); by default the TMA kernel wherever the
+    operands allow it (``gemm_variants``), else the pointer kernel. The rule is fixed, not
+    timed per run: every GPU of a model then runs the same kernel, so the fleet's records
+    compare like with like. The configuration says which ran (``variant``).
     """
     m, k = a.shape
     k2, n = b.shape
@@ -432,31 +439,27 @@ def gemm(
         shapes = f"a {tuple(a.shape)}, b {tuple(b.shape)}, c {tuple(c.shape)}"
         raise ValueError(f"gemm shapes do not match: {shapes}")
     allowed = gemm_variants(a, b, c)
-    if variant is not None:
-        if variant not in allowed:
-            raise ValueError(
-                f"gemm variant {variant!r} cannot run on these operands; possible: "
-                f"{', '.join(allowed)} (the TMA kernel needs a GPU of compute capability 9.0 or "
-                "more, unit inner strides and 16-byte aligned rows, and fp8 B K-major)"
-            )
-        return _GEMM_LAUNCHERS[variant](a, b, c)
-    if INTERPRET:
-        return _gemm_pointer(a, b, c)
-    key = (m, n, k, a.dtype, b.dtype, c.dtype, b.stride(0) == 1, allowed)
-    if key not in _GEMM_CHOICE:
-        _GEMM_CHOICE[key] = _fastest_gemm(a, b, c, allowed)
-    choice, timings, errors = _GEMM_CHOICE[key]
-    config = _GEMM_LAUNCHERS[choice](a, b, c)
-    return {**config, "variant_ms": timings, **({"variant_errors": errors} if errors else {})}
+    if variant is None:
+        variant = allowed[-1]
+    elif variant not in allowed:
+        raise ValueError(
+            f"gemm variant {variant!r} cannot run on these operands; possible: "
+            f"{', '.join(allowed)} (the TMA kernel needs a GPU of compute capability 9.0 or "
+            "more, unit inner strides and 16-byte aligned rows, and fp8 B K-major)"
+        )
+    return _GEMM_LAUNCHERS[variant](a, b, c)
 
 
 def gemm_variants(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[str, ...]:
-    """The GEMM kernels that can run on these operands (the pointer kernel always can).
+    """The GEMM kernels that can run on these operands, the preferred last (the pointer kernel
+    always can).
 
     Tensor descriptors need sm_90's TMA on a GPU (the interpreter emulates them), unit inner
     strides, outer strides and base addresses aligned to 16 bytes; fp8 tensor cores read B
     K-major only.
     """
+    if not TENSOR_DESCRIPTORS:
+        return ("pointer",)
     if not INTERPRET and torch.cuda.get_device_capability(a.device) < (9, 0):
         return ("pointer",)
     b_kmajor = b.stride(0) == 1
@@ -515,35 +518,6 @@ _GEMM_LAUNCHERS: dict[str, Callable[..., dict[str, Any]]] = {
     "pointer": _gemm_pointer,
     "tma": _gemm_tma,
 }
-
-_GEMM_CHOICE: dict[tuple, tuple[str, dict[str, float], dict[str, str]]] = {}
-
-
-def _fastest_gemm(
-    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, allowed: tuple[str, ...]
-) -> tuple[str, dict[str, float], dict[str, str]]:
-    """Autotune each variant, time its best configuration (median), keep the fastest.
-
-    A variant that fails to compile or run on this GPU is left out with its error; when every
-    one fails, the pointer kernel's error is raised.
-    """
-    from triton.testing import do_bench
-
-    timings: dict[str, float] = {}
-    errors: dict[str, str] = {}
-    for name in allowed:
-        launch = _GEMM_LAUNCHERS[name]
-        try:
-            launch(a, b, c)
-            ms = do_bench(functools.partial(launch, a, b, c), return_mode="median")
-            timings[name] = round(float(ms), 4)
-        except Exception as error:
-            if name == "pointer" and len(allowed) == 1:
-                raise
-            errors[name] = f"{type(error).__name__}: {error}"[:300]
-    if not timings:
-        raise RuntimeError(f"no GEMM kernel ran: {errors}")
-    return min(timings, key=timings.__getitem__), timings, errors
 
 
 def _descriptor_scratch(size: int, alignment: int, stream: Any) -> torch.Tensor:

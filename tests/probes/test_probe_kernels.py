@@ -94,6 +94,21 @@ def test_the_tma_gemm_is_offered_only_where_descriptors_can_address_the_operands
         kernels.gemm(a8, a8, c, variant="tma")
 
 
+def test_the_gemm_runs_the_tma_kernel_by_default_wherever_it_can(device: str) -> None:
+    """One fixed rule, not a per-run timing: every GPU of a model runs the same kernel."""
+    a = randn(device, 64, 64, dtype=torch.bfloat16, seed=7)
+    c = torch.empty(64, 64, device=device, dtype=torch.bfloat16)
+    expected = "tma" if "tma" in kernels.gemm_variants(a, a, c) else "pointer"
+    assert kernels.gemm(a, a, c)["variant"] == expected
+    # Rows of 100 bf16 (200 bytes) cannot be described: the pointer kernel takes them.
+    b = randn(device, 64, 100, dtype=torch.bfloat16, seed=8)
+    wide = torch.full((64, 100), float("nan"), device=device, dtype=torch.bfloat16)
+    assert kernels.gemm(a, b, wide)["variant"] == "pointer"
+    reference = torch.matmul(a.float(), b.float())
+    scale = float(reference.square().mean().sqrt())
+    torch.testing.assert_close(wide.float(), reference, rtol=1.6e-2, atol=1e-2 * scale)
+
+
 def test_gemm_refuses_mismatched_shapes(device: str) -> None:
     a = torch.zeros(4, 8, device=device, dtype=torch.bfloat16)
     b = torch.zeros(16, 4, device=device, dtype=torch.bfloat16)
