@@ -16,7 +16,10 @@ implementation of the same operation on the same tensors, with the same timer
   layernorm   torch.nn.functional.layer_norm
 
 Triton and torch alternate for ``--rounds`` rounds and each keeps its best p50, so neither
-side is favoured by clocks ramping up. FLOPs and bytes come from ``probes.gpubench.work``.
+side is favoured by clocks ramping up. A GEMM has a row per kernel its operands allow: the
+probe's own (the TMA kernel on sm_90 and later), then "gemm (pointer kernel)", timed against
+the same anchor, so the rule that picks the probe's kernel can be checked on any GPU; the goal
+is judged on the probe's own row. FLOPs and bytes come from ``probes.gpubench.work``.
 Goals (issue 4): the GEMM within 10 % of cuBLAS, the copy within 10 % of torch's copy
 (Triton ÷ torch throughput ≥ 0.90). The table goes to stdout and is appended to
 bench/RESULTS.md with the date and the machine. Without a GPU it exits with status 2.
@@ -25,7 +28,9 @@ bench/RESULTS.md with the date and the machine. Without a GPU it exits with stat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -59,6 +64,8 @@ class Row:
     flops: float = 0.0
     bytes: float = 0.0
     error: str = ""
+    variant: str = ""
+    """Set on the extra rows of a GEMM: the kernel timed instead of the probe's own."""
 
     @property
     def memory_bound(self) -> bool:
@@ -123,10 +130,15 @@ def run(
     timer: Any,
     log: Callable[[str], None],
 ) -> list[Row]:
-    """Check and time every entry and its torch anchor on ``device`` (already current)."""
+    """Check and time every entry and its torch anchor on ``device`` (already current).
+
+    A GEMM gets one row per kernel its operands allow (``kernels.gemm_variants``): the one the
+    probe runs first, then the others, each against the same anchor, so the rule that picks
+    the probe's kernel can be checked on any GPU.
+    """
     import torch
 
-    from probes.gpubench import harness
+    from probes.gpubench import harness, kernels
     from probes.gpubench.work import work
 
     rows = []
@@ -143,35 +155,67 @@ def run(
             case = harness.make_case(benchmark, dtype, shape, device.torch_device)
             row.anchor, anchor = anchor_for(case)
             reference = case.reference()
-            verdict = harness.check(case)
-            row.triton_correct, row.triton_check = verdict.correct, verdict.detail
-            row.config = case.kernel_config
             anchor_verdict = harness.compare(anchor(), reference, case.tolerance)
-            row.torch_check = "ok" if anchor_verdict.correct else anchor_verdict.detail
+            torch_check = "ok" if anchor_verdict.correct else anchor_verdict.detail
+            variants: list[tuple[Row, Any]] = [(row, case)]
+            if benchmark == "gemm":
+                a, b, c = case.inputs["a"], case.inputs["b"], case.output
+                for other in kernels.gemm_variants(a, b, c)[-2::-1]:  # the default is last
+                    extra = dataclasses.replace(row, variant=other)
+                    rows.append(extra)
+                    launch = functools.partial(kernels.gemm, a, b, c, variant=other)
+                    variants.append((extra, dataclasses.replace(case, launch=launch)))
             del reference
-            best: dict[str, harness.Samples] = {}
-            for index in range(rounds):
-                for side, fn in (("triton", case.launch), ("torch", anchor)):
-                    if side == "triton" and not verdict.correct:
-                        continue
-                    samples = harness.measure_time(fn, timer)
-                    log(
-                        f"{benchmark} {dtype} round {index + 1}: {side} p50 {samples.ms_p50:.4g} ms"
-                    )
-                    if side not in best or samples.ms_p50 < best[side].ms_p50:
-                        best[side] = samples
-            if "triton" in best:
-                s = best["triton"]
-                row.triton_ms, row.triton_quantiles = s.ms_p50, (s.ms_p20, s.ms_p50, s.ms_p80)
-            s = best["torch"]
-            row.torch_ms, row.torch_quantiles = s.ms_p50, (s.ms_p20, s.ms_p50, s.ms_p80)
-            del case
         except Exception as error:  # report it in the table, go on with the next benchmark
             row.error = f"{type(error).__name__}: {error}"[:300]
             log(f"{benchmark} {dtype}: {row.error}")
+            variants = []
+        for timed, timed_case in variants:
+            timed.torch_check = torch_check
+            try:
+                _check_and_time(timed, timed_case, anchor, rounds, timer, log)
+            except Exception as error:  # likewise, for this kernel alone
+                timed.error = f"{type(error).__name__}: {error}"[:300]
+                log(f"{benchmark} {dtype} {timed.variant}: {timed.error}")
+        variants = []  # the last reference to the case's tensors before the cache is emptied
         if not device.interpreter:
             torch.cuda.empty_cache()
     return rows
+
+
+def _check_and_time(
+    row: Row,
+    case: Any,
+    anchor: Callable[[], Any],
+    rounds: int,
+    timer: Any,
+    log: Callable[[str], None],
+) -> None:
+    """Check ``case``'s kernel against torch, then time it and the anchor in turns.
+
+    The output is poisoned first: GEMM rows share it, and a kernel that wrote nothing must not
+    pass on what the one before it wrote."""
+    from probes.gpubench import harness
+
+    case.output.fill_(float("nan"))
+    verdict = harness.check(case)
+    row.triton_correct, row.triton_check = verdict.correct, verdict.detail
+    row.config = case.kernel_config
+    label = f"{row.benchmark} {row.dtype}" + (f" ({row.variant})" if row.variant else "")
+    best: dict[str, harness.Samples] = {}
+    for index in range(rounds):
+        for side, fn in (("triton", case.launch), ("torch", anchor)):
+            if side == "triton" and not verdict.correct:
+                continue
+            samples = harness.measure_time(fn, timer)
+            log(f"{label} round {index + 1}: {side} p50 {samples.ms_p50:.4g} ms")
+            if side not in best or samples.ms_p50 < best[side].ms_p50:
+                best[side] = samples
+    if "triton" in best:
+        s = best["triton"]
+        row.triton_ms, row.triton_quantiles = s.ms_p50, (s.ms_p20, s.ms_p50, s.ms_p80)
+    s = best["torch"]
+    row.torch_ms, row.torch_quantiles = s.ms_p50, (s.ms_p20, s.ms_p50, s.ms_p80)
 
 
 def render(rows: list[Row], device: Any, versions: tuple[str, str], cuda: str | None) -> str:
@@ -192,31 +236,30 @@ def render(rows: list[Row], device: Any, versions: tuple[str, str], cuda: str | 
     notes = []
     for row in rows:
         shape = "×".join(str(v) for v in row.shape.values())
+        name = f"{row.benchmark} ({row.variant} kernel)" if row.variant else row.benchmark
         unit = "GB/s" if row.memory_bound else "TFLOP/s"
         if row.skipped or row.error:
             why = row.skipped or f"error: {row.error}"
-            lines.append(
-                f"| {row.benchmark} | {row.dtype} | {shape} | – | – | – | – | – | – | {why} | |"
-            )
+            lines.append(f"| {name} | {row.dtype} | {shape} | – | – | – | – | – | – | {why} | |")
             continue
         ratio = row.ratio
         goal = "–"
-        if (row.benchmark, row.dtype) in GOALS:
+        if (row.benchmark, row.dtype) in GOALS and not row.variant:
             goal = "n/a" if ratio is None else _goal(ratio)
         config = ", ".join(f"{k}={v}" for k, v in (row.config or {}).items())
         lines.append(
-            f"| {row.benchmark} | {row.dtype} | {shape} | {_num(row.triton_ms)} "
+            f"| {name} | {row.dtype} | {shape} | {_num(row.triton_ms)} "
             f"| {_num(row.torch_ms)} | {_num(row.rate(row.triton_ms))} {unit} "
             f"| {_num(row.rate(row.torch_ms))} {unit} | {_num(ratio, '.3f')} | {goal} "
             f"| {row.anchor} | {config} |"
         )
         if not row.triton_correct:
-            notes.append(
-                f"{row.benchmark} {row.dtype}: Triton FAILED its check ({row.triton_check})"
-            )
+            notes.append(f"{name} {row.dtype}: Triton FAILED its check ({row.triton_check})")
         if row.torch_check != "ok":
-            notes.append(f"{row.benchmark} {row.dtype}: torch's result differs ({row.torch_check})")
-    goal_rows = [r for r in rows if (r.benchmark, r.dtype) in GOALS and r.ratio is not None]
+            notes.append(f"{name} {row.dtype}: torch's result differs ({row.torch_check})")
+    goal_rows = [
+        r for r in rows if (r.benchmark, r.dtype) in GOALS and not r.variant and r.ratio is not None
+    ]
     if goal_rows:
         verdicts = [f"{r.benchmark} {r.dtype} {r.ratio:.3f} ({_goal(r.ratio)})" for r in goal_rows]
         notes.append(f"Goals (Triton ≥ {GOAL_RATIO:.2f} × torch): " + "; ".join(verdicts))
