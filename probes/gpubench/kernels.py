@@ -7,9 +7,9 @@ a fused row-wise softmax and a layer norm forward.
 The GEMM comes in two forms (``GEMM_VARIANTS``): tutorial 03's tile-per-program kernel with
 pointer loads, which runs on any GPU, and tutorial 09's persistent kernel whose tiles move
 through tensor descriptors (the TMA engine of sm_90). On an H200 and an H100 (bench/RESULTS.md,
-session 21) the TMA kernel was 5-10 % faster for fp8 and won three of four timings for bf16
-(the two within each other's spread), so it runs wherever the operands allow it; records keep
-the benchmark's kernel name (``matmul_kernel``) for their cohorts, and
+session 21) the TMA kernel was 3-11 % faster for fp8 in all six comparisons, and faster for
+bf16 in five of six (by 1.5-6 %; slower by 6 % once), so it runs wherever the operands allow
+it; records keep the benchmark's kernel name (``matmul_kernel``) for their cohorts, and
 ``kernel_config["variant"]`` says which ran.
 
 On a GPU the launchers autotune over the configurations below (once per process and shape;
