@@ -444,8 +444,9 @@ def gemm(
     elif variant not in allowed:
         raise ValueError(
             f"gemm variant {variant!r} cannot run on these operands; possible: "
-            f"{', '.join(allowed)} (the TMA kernel needs a GPU of compute capability 9.0 or "
-            "more, unit inner strides and 16-byte aligned rows, and fp8 B K-major)"
+            f"{', '.join(allowed)} (the TMA kernel needs Triton 3.4 or later, a GPU of "
+            "compute capability 9.0 or more, unit inner strides, 16-byte aligned rows, and "
+            "fp8 B K-major)"
         )
     return _GEMM_LAUNCHERS[variant](a, b, c)
 
