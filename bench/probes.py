@@ -177,7 +177,6 @@ def run(
             except Exception as error:  # likewise, for this kernel alone
                 timed.error = f"{type(error).__name__}: {error}"[:300]
                 log(f"{benchmark} {dtype} {timed.variant}: {timed.error}")
-        variants = []  # the last reference to the case's tensors before the cache is emptied
         if not device.interpreter:
             torch.cuda.empty_cache()
     return rows
