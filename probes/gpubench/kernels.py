@@ -496,7 +496,6 @@ def _gemm_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> dict[str, An
     m, k = a.shape
     n = b.shape[1]
     b_kmajor = b.stride(0) == 1
-    triton.set_allocator(_descriptor_scratch)
     args = (a, b, c, m, n, k, a.stride(0), b.stride(0), b.stride(1), c.stride(0))
     upcast = INTERPRET and a.dtype == torch.bfloat16
     if INTERPRET:
@@ -508,6 +507,7 @@ def _gemm_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> dict[str, An
         )
         return {**meta, "UPCAST": upcast, "variant": "tma", "programs": programs}
     programs = torch.cuda.get_device_properties(a.device).multi_processor_count
+    triton.set_allocator(_descriptor_scratch)  # (a context variable: set where it is used)
     kernel = _autotuned("gemm_tma")
     kernel[lambda meta: (min(programs, triton.cdiv(m, meta["BM"]) * triton.cdiv(n, meta["BN"])),)](
         *args, B_KMAJOR=b_kmajor, NUM_PROGRAMS=programs, UPCAST=False
@@ -522,9 +522,9 @@ _GEMM_LAUNCHERS: dict[str, Callable[..., dict[str, Any]]] = {
 
 
 def _descriptor_scratch(size: int, alignment: int, stream: Any) -> torch.Tensor:
-    """Global memory for descriptors built on the device (``triton.set_allocator``)."""
-    device = "cpu" if INTERPRET else torch.cuda.current_device()
-    return torch.empty(size, device=device, dtype=torch.int8)
+    """Global memory for descriptors built on a GPU (``triton.set_allocator``; the interpreter
+    needs none)."""
+    return torch.empty(size, device=torch.cuda.current_device(), dtype=torch.int8)
 
 
 def copy(src: torch.Tensor, dst: torch.Tensor) -> dict[str, Any]:

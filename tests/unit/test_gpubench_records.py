@@ -334,8 +334,13 @@ def test_records_printed_on_a_real_gpu_validate_with_the_pods_placement(
     """
     lines = (REAL_GPU_RECORDS / records).read_bytes().splitlines()
     assert len(lines) == 6
-    placed = {"cluster": "prod-a", "job": "annex-gpubench-202611261700"}
-    placed.update(namespace=CONTEXT.namespace, pod=CONTEXT.pod, node=CONTEXT.node)
+    placed = {
+        "cluster": "prod-a",
+        "job": "annex-gpubench-202611261700",
+        "namespace": CONTEXT.namespace,
+        "pod": CONTEXT.pod,
+        "node": CONTEXT.node,
+    }
     seen = set()
     for raw in lines:
         unplaced = validate_line(raw, CONTEXT)
