@@ -264,7 +264,7 @@ _ORJSON_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 _DIGITS = frozenset(b"0123456789")
 _NUMBER_CHARS = frozenset(b"0123456789.-")
 _BEFORE_NUMBER = frozenset(b":,[")
-_AFTER_NUMBER = frozenset(b",}]")
+_INTEGRAL_FLOAT_END = re.compile(rb"\.0[,}\]]")
 _MINUS = ord("-")
 
 
@@ -286,30 +286,29 @@ def _integral_floats_as_integers(out: bytes) -> bytes:
     each escaped quote ``\"`` (no other escape holds a backslash or a quote); the copy has the
     same length and its every ``"`` is a delimiter, so counting them is exact. This replaces
     a blind text replacement checked by decoding the result again (decoding 5 KB costs more
-    than writing it).
+    than writing it). The candidates, ``.0`` before a closing character, are found by one
+    regular expression (a literal prefix: ``re`` skips to each ``.0`` as ``find`` does), not
+    by visiting every ``.0`` (``0.05``, ``v1.0.3``) from Python: 7-9 against 12-14 µs an event.
     """
-    at = out.find(b".0")
-    if at < 0:
+    first = _INTEGRAL_FLOAT_END.search(out)
+    if first is None:
         return out
     plain = out.replace(b"\\\\", b"__").replace(b'\\"', b"__") if b"\\" in out else out
     pieces: list[bytes] = []
     last = quotes = counted = 0
-    size = len(out)
-    while at >= 0:
-        end = at + 2
-        if end < size and out[end] in _AFTER_NUMBER:
-            start = at
-            while start and out[start - 1] in _DIGITS:
-                start -= 1
-            token = start - 1 if start and out[start - 1] == _MINUS else start
-            if start < at and token and out[token - 1] in _BEFORE_NUMBER:
-                quotes += plain.count(b'"', counted, token)
-                counted = token
-                if not quotes & 1:  # a number token, not text in a string
-                    pieces.append(out[last:token])
-                    pieces.append(b"0" if out[token:at] == b"-0" else out[token:at])
-                    last = end
-        at = out.find(b".0", end)
+    for match in _INTEGRAL_FLOAT_END.finditer(out, first.start()):
+        at = match.start()
+        start = at
+        while start and out[start - 1] in _DIGITS:
+            start -= 1
+        token = start - 1 if start and out[start - 1] == _MINUS else start
+        if start < at and token and out[token - 1] in _BEFORE_NUMBER:
+            quotes += plain.count(b'"', counted, token)
+            counted = token
+            if not quotes & 1:  # a number token, not text in a string
+                pieces.append(out[last:token])
+                pieces.append(b"0" if out[token:at] == b"-0" else out[token:at])
+                last = at + 2
     if not pieces:
         return out
     pieces.append(out[last:])
@@ -438,20 +437,47 @@ _NAIVE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?",
 
 
 def parse_event_time(text: str) -> datetime | None:
-    """An RFC 3339 date-time (as the schema accepts it) as an aware datetime, else None."""
+    """An RFC 3339 date-time (as the schema accepts it) as an aware datetime, else None.
+
+    The common spellings (``2026-11-26T18:22:00.123Z``, ``...+01:00``: upper-case ``T`` and
+    ``Z``, a ``.`` fraction, an offset with a colon) go to ``datetime.fromisoformat``, in C,
+    a tenth of the regular expression's time; the shape is checked first, because that parser
+    also takes spellings RFC 3339 does not (a space for the ``T``, ``20261126T1822Z``, a
+    ``,`` fraction, ``+0100``). Any other text, or one it refuses, takes the rule below. Both
+    truncate a fraction to microseconds (``fromisoformat`` ignores what follows its sixth digit
+    and takes an empty fraction: the fraction is checked to be digits, one at least)."""
+    size = len(text)
+    if (
+        size >= 20
+        and text[10] == "T"
+        and text[4] == text[7] == "-"
+        and text[13] == text[16] == ":"
+        and text.isascii()
+    ):
+        zone = 1 if text[-1] == "Z" else 6 if text[-3] == ":" and text[-6] in "+-" else 0
+        if zone and (size - zone == 19 or (text[19] == "." and text[20 : size - zone].isdigit())):
+            try:
+                return datetime.fromisoformat(text)
+            except ValueError:
+                pass  # a day or second out of range: the rule decides
+    return _event_time_by_rule(text)
+
+
+def _event_time_by_rule(text: str) -> datetime | None:
+    """``parse_event_time`` by the RFC 3339 rule (``_DT``), for any spelling."""
     m = _DT.fullmatch(text)
     if m is None:
         return None
     year, month, day, hour, minute, second, fraction, zulu, sign, hours, minutes = m.groups()
-    if zulu:
-        tz = UTC
-    elif sign:
-        offset = timedelta(hours=int(hours), minutes=int(minutes))
-        tz = timezone(-offset if sign == "-" else offset)
-    else:
+    if not zulu and not sign:
         return None
     micro = int(fraction[:6].ljust(6, "0")) if fraction else 0
-    try:
+    try:  # (a day, hour or second out of range, or an offset of 24 h or more: None)
+        if zulu:
+            tz = UTC
+        else:
+            offset = timedelta(hours=int(hours), minutes=int(minutes))
+            tz = timezone(-offset if sign == "-" else offset)
         return datetime(
             int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tz
         )

@@ -23,6 +23,7 @@ from collectors.lineage.events import (
     MAX_BYTES,
     REASONS,
     ParsedBatch,
+    _event_time_by_rule,
     canonical_json,
     canonical_json_reference,
     es_number,
@@ -663,6 +664,59 @@ def test_parse_event_time_agrees_with_the_iso_parser() -> None:
         when = parse_event_time(text)
         assert when == _iso_oracle(text), text
         assert when is None or when.utcoffset() == _iso_oracle(text).utcoffset(), text
+
+
+def test_the_fast_event_time_path_takes_only_what_the_rule_takes() -> None:
+    # datetime.fromisoformat (the fast path) takes spellings RFC 3339 does not, ignores digits
+    # after the sixth of a fraction and takes an empty one: none of them may get through
+    for text in [
+        "2025-06-30 18:00:00Z",
+        "20250630T180000Z",
+        "2025-06-30T18:00:00,5Z",
+        "2025-06-30T18:00:00+0100",
+        "2025-06-30T18:00:00+01",
+        "2025-06-30T18:00Z",
+        "2025-06-30T18:00:00.Z",
+        "2025-06-30T18:00:00.+01:00",
+        "2025-06-30T18:00:00.1234567x9Z",
+        "2025-06-30T18:00:00.1234567\nZ",
+        "2025-06-30T18:00:00.1²Z",
+        "2025-06-30T18:00:00+24:00",  # an offset of a day: None, not an exception
+        "2025-06-30T18:00:00-99:59",
+    ]:
+        assert parse_event_time(text) is None, text
+    # the common spellings give what the rule gives, offset included
+    for text in ["2025-06-30T18:00:00Z", "2025-06-30T18:00:00.123Z", "2025-06-30T18:00:00-05:30"]:
+        assert parse_event_time(text) == _event_time_by_rule(text) is not None
+        assert parse_event_time(text).utcoffset() == _event_time_by_rule(text).utcoffset()
+
+
+def test_parse_event_time_agrees_with_its_rule_on_mangled_times() -> None:
+    # random edits (a character changed, inserted or deleted) of valid times, around the
+    # shape the fast path checks: both roads give the same instant and offset, or None
+    rng = random.Random(8601)
+    seeds = [
+        "2025-06-30T18:00:00.123456+01:30",
+        "2025-06-30T18:00:00Z",
+        "2024-02-29T23:59:60.5-00:00",
+        "2025-06-30T18:00:00.1234567890Z",
+    ]
+    alphabet = "0123456789-:T.Z+ ,tz\n_²"
+    for _ in range(20_000):
+        chars = list(rng.choice(seeds))
+        for _ in range(rng.randint(0, 3)):
+            at = rng.randrange(len(chars))
+            edit = rng.random()
+            if edit < 0.4:
+                chars[at] = rng.choice(alphabet)
+            elif edit < 0.7:
+                chars.insert(at, rng.choice(alphabet))
+            else:
+                del chars[at]
+        text = "".join(chars)
+        fast, rule = parse_event_time(text), _event_time_by_rule(text)
+        assert fast == rule, text
+        assert fast is None or fast.utcoffset() == rule.utcoffset(), text
 
 
 def test_deep_nesting_is_too_large_not_a_crash() -> None:
