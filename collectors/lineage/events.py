@@ -265,6 +265,8 @@ _DIGITS = frozenset(b"0123456789")
 _NUMBER_CHARS = frozenset(b"0123456789.-")
 _BEFORE_NUMBER = frozenset(b":,[")
 _INTEGRAL_FLOAT_END = re.compile(rb"\.0[,}\]]")
+_EXPONENT_MINUS = re.compile(rb"e-[0-9]+[,}\]]")
+_EXPONENT_PLUS = re.compile(rb"e\+[0-9]+[,}\]]")
 _MINUS = ord("-")
 
 
@@ -320,18 +322,20 @@ def _has_exponent(out: bytes) -> bool:
     ECMAScript switches to exponents at other magnitudes than orjson. Text in strings that
     looks like one (``9a2e-5d1f`` of a UUID does not) only costs the slower path.
 
-    ``find`` loops rather than one regular expression: ``re`` steps through the 5 KB of an
-    event byte by byte, two ``find`` passes are several times faster, and a text without
-    ``+`` (one ``memchr``) skips the first."""
-    for marker in (b"e+", b"e-"):  # orjson writes a lower-case e
-        at = out.find(marker) if marker != b"e+" or b"+" in out else -1
-        while at > 0:
+    In compact JSON an exponent's digits end the token, before ``,``, ``}`` or ``]``: the
+    candidates are found by a regular expression with a literal prefix (``e-``, and ``e+``
+    only in a text holding a ``+``, one ``memchr``), so the sign of a UUID's group (``2e-4f``)
+    is passed over in C; each candidate is confirmed by walking back to the token's start
+    (6 against 10 µs an event with a ``find`` loop visiting every ``e-``)."""
+    searches = (_EXPONENT_MINUS, _EXPONENT_PLUS) if b"+" in out else (_EXPONENT_MINUS,)
+    for search in searches:  # orjson writes a lower-case e and always a sign
+        for match in search.finditer(out):
+            at = match.start()
             start = at
             while start > 0 and out[start - 1] in _NUMBER_CHARS:
                 start -= 1
             if start < at and start > 0 and out[start - 1] in _BEFORE_NUMBER:
                 return True
-            at = out.find(marker, at + 2)
     return False
 
 
