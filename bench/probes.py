@@ -68,6 +68,16 @@ class Row:
     """Set on the extra rows of a GEMM: the kernel timed instead of the probe's own."""
 
     @property
+    def name(self) -> str:
+        """The benchmark, and for a GEMM's extra row the kernel: "gemm (pointer kernel)"."""
+        return f"{self.benchmark} ({self.variant} kernel)" if self.variant else self.benchmark
+
+    @property
+    def has_goal(self) -> bool:
+        """Whether the issue's goal is judged on this row (the probe's own kernel only)."""
+        return (self.benchmark, self.dtype) in GOALS and not self.variant
+
+    @property
     def memory_bound(self) -> bool:
         return self.benchmark != "gemm"
 
@@ -176,7 +186,7 @@ def run(
                 _check_and_time(timed, timed_case, anchor, rounds, timer, log)
             except Exception as error:  # likewise, for this kernel alone
                 timed.error = f"{type(error).__name__}: {error}"[:300]
-                log(f"{benchmark} {dtype} {timed.variant}: {timed.error}")
+                log(f"{timed.name} {dtype}: {timed.error}")
         if not device.interpreter:
             torch.cuda.empty_cache()
     return rows
@@ -200,14 +210,13 @@ def _check_and_time(
     verdict = harness.check(case)
     row.triton_correct, row.triton_check = verdict.correct, verdict.detail
     row.config = case.kernel_config
-    label = f"{row.benchmark} {row.dtype}" + (f" ({row.variant})" if row.variant else "")
     best: dict[str, harness.Samples] = {}
     for index in range(rounds):
         for side, fn in (("triton", case.launch), ("torch", anchor)):
             if side == "triton" and not verdict.correct:
                 continue
             samples = harness.measure_time(fn, timer)
-            log(f"{label} round {index + 1}: {side} p50 {samples.ms_p50:.4g} ms")
+            log(f"{row.name} {row.dtype} round {index + 1}: {side} p50 {samples.ms_p50:.4g} ms")
             if side not in best or samples.ms_p50 < best[side].ms_p50:
                 best[side] = samples
     if "triton" in best:
@@ -235,7 +244,7 @@ def render(rows: list[Row], device: Any, versions: tuple[str, str], cuda: str | 
     notes = []
     for row in rows:
         shape = "×".join(str(v) for v in row.shape.values())
-        name = f"{row.benchmark} ({row.variant} kernel)" if row.variant else row.benchmark
+        name = row.name
         unit = "GB/s" if row.memory_bound else "TFLOP/s"
         if row.skipped or row.error:
             why = row.skipped or f"error: {row.error}"
@@ -243,7 +252,7 @@ def render(rows: list[Row], device: Any, versions: tuple[str, str], cuda: str | 
             continue
         ratio = row.ratio
         goal = "–"
-        if (row.benchmark, row.dtype) in GOALS and not row.variant:
+        if row.has_goal:
             goal = "n/a" if ratio is None else _goal(ratio)
         config = ", ".join(f"{k}={v}" for k, v in (row.config or {}).items())
         lines.append(
@@ -256,9 +265,7 @@ def render(rows: list[Row], device: Any, versions: tuple[str, str], cuda: str | 
             notes.append(f"{name} {row.dtype}: Triton FAILED its check ({row.triton_check})")
         if row.torch_check != "ok":
             notes.append(f"{name} {row.dtype}: torch's result differs ({row.torch_check})")
-    goal_rows = [
-        r for r in rows if (r.benchmark, r.dtype) in GOALS and not r.variant and r.ratio is not None
-    ]
+    goal_rows = [r for r in rows if r.has_goal and r.ratio is not None]
     if goal_rows:
         verdicts = [f"{r.benchmark} {r.dtype} {r.ratio:.3f} ({_goal(r.ratio)})" for r in goal_rows]
         notes.append(f"Goals (Triton ≥ {GOAL_RATIO:.2f} × torch): " + "; ".join(verdicts))
