@@ -145,8 +145,6 @@ class IntakeReply:
 
 def utc_naive(moment: datetime) -> datetime:
     """Naive UTC (``TIMESTAMP`` columns); a naive ``moment`` is taken as UTC already."""
-    if moment.tzinfo is UTC:  # most event times: no astimezone (it costs twice the replace)
-        return moment.replace(tzinfo=None)
     return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
 
 
