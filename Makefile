@@ -2,13 +2,14 @@
 #   make demo   simulated GPU cluster -> collection -> warehouse -> fleet summary
 #   make test   lint + the whole test suite
 # Both install what they need on a fresh Debian 12 machine with Python and pip: the system
-# libraries WeasyPrint needs, kubectl (Debian's kubernetes-client) for the protocol tests,
+# libraries WeasyPrint needs, kubectl (Debian's kubernetes-client) for the protocol tests, a C
+# compiler (annex builds its lineage graph reader, collectors/lineage/graph.c, on first use),
 # uv itself if missing, then the locked Python environment (uv sync --locked).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-APT_PACKAGES := libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core chromium chromium-driver qpdf poppler-utils
+APT_PACKAGES := libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core chromium chromium-driver qpdf poppler-utils gcc libc6-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export UV_PYTHON_DOWNLOADS ?= never

@@ -2,9 +2,10 @@
 warehouse, ``warehouse/models/lineage.py``).
 
 Events are stored as received (less any facet dropped as too large, with a finding), with the
-fields every step of the merge keys on (ids, time, kind, run and job) as columns; the warehouse
-parses each new payload once, in SQL, for the datasets it names and its facets
-(``warehouse/models/lineage_merge.sql``).
+fields every step of the merge keys on (ids, time, kind, run and job) as columns. The datasets
+each event names and where its facets lie in its text come alongside, read from the text by
+``collectors.lineage.graph`` (``LINEAGE_ITEMS``, ``LINEAGE_FACETS``); an event the reader leaves
+(``graph_read`` false) is parsed by the warehouse (``warehouse/models/lineage_merge.sql``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,34 @@ LINEAGE_EVENTS = pa.schema(
         ("payload", pa.json_()),
         ("findings", pa.list_(pa.string())),  # e.g. 'facet_too_large: run.facets.x'
         ("source_locator", pa.string()),  # spool file#line, or file path#line
+        # the event's number in its collection, which its LINEAGE_ITEMS and LINEAGE_FACETS
+        # rows name; and whether they hold its graph (false: the warehouse parses the payload)
+        ("event_index", pa.int64()),
+        ("graph_read", pa.bool_()),
+    ]
+)
+
+LINEAGE_ITEMS = pa.schema(
+    [
+        ("event_index", pa.int64()),
+        ("direction", pa.string()),  # 'INPUT' | 'OUTPUT' | 'DATASET' (a dataset event's)
+        ("item", pa.int32()),  # numbered in the event: inputs from 0, then outputs, the dataset
+        ("namespace", pa.string()),
+        ("name", pa.string()),
+        ("version", pa.string()),  # its version facet's datasetVersion; NULL if none
+    ]
+)
+
+LINEAGE_FACETS = pa.schema(
+    [
+        ("event_index", pa.int64()),
+        # 'run' | 'job' (their facets) | 'dataset' (a dataset item's facets) | 'input' |
+        # 'output' (an input's inputFacets, an output's outputFacets)
+        ("place", pa.string()),
+        ("item", pa.int32()),  # the dataset item's number (LINEAGE_ITEMS.item); NULL: run, job
+        ("facet_name", pa.string()),
+        ("value_start", pa.int32()),  # the facet's JSON value: its first byte in the payload's
+        ("value_length", pa.int32()),  # UTF-8, from 0, and its length in bytes
     ]
 )
 
@@ -44,5 +73,10 @@ REJECTED = pa.schema(
     ]
 )
 
-TABLES: dict[str, pa.Schema] = {"lineage_events": LINEAGE_EVENTS, "rejected": REJECTED}
+TABLES: dict[str, pa.Schema] = {
+    "lineage_events": LINEAGE_EVENTS,
+    "lineage_items": LINEAGE_ITEMS,
+    "lineage_facets": LINEAGE_FACETS,
+    "rejected": REJECTED,
+}
 """Every table name ``collect_lineage`` yields, with its schema."""

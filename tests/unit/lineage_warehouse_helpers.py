@@ -1,5 +1,6 @@
 """Shared builders for the lineage warehouse tests: OpenLineage events as dicts, turned into
-LINEAGE_EVENTS batches the way the collector yields them, and loaded with LINEAGE_MODEL."""
+LINEAGE_EVENTS batches (with their graphs: LINEAGE_ITEMS, LINEAGE_FACETS) the way the collector
+yields them, and loaded with LINEAGE_MODEL."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from collectors.lineage.events import event_id, parse_event_time
+from collectors.lineage.graph import graph_tables
 from collectors.lineage.schema import LINEAGE_EVENTS
 from warehouse import Warehouse, load_collection
 from warehouse.models.lineage import LINEAGE_MODEL, dataset_version_id, refresh_lineage
@@ -121,24 +123,48 @@ def event_row(event: dict[str, Any], *, received: datetime | None = None, text: 
     }
 
 
+GRAPHS = True
+"""Whether the batches carry the events' graphs as the collector reads them; a test that sets
+it False (monkeypatch) has the warehouse parse every payload, as where no C compiler built the
+reader."""
+
+
+def row_batches(rows: list[dict], first_index: int = 0) -> list[tuple[str, pa.RecordBatch]]:
+    """LINEAGE_EVENTS rows as the collector yields them: numbered, with their graphs."""
+    table = pa.Table.from_pylist(rows, schema=LINEAGE_EVENTS)
+    if not GRAPHS:
+        index = pa.array(range(first_index, first_index + len(rows)), pa.int64())
+        table = table.set_column(table.schema.get_field_index("event_index"), "event_index", index)
+        return [("lineage_events", b) for b in table.to_batches()]
+    events, items, facets = graph_tables(table, first_index)
+    return [
+        (name, batch)
+        for name, part in (
+            ("lineage_events", events),
+            ("lineage_items", items),
+            ("lineage_facets", facets),
+        )
+        for batch in part.to_batches()
+    ]
+
+
 def batches(
     events: Iterable[dict[str, Any]], *, batch_size: int = 1000
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
     rows: list[dict] = []
+    numbered = 0
     for event in events:
         rows.append(event_row(event))
         if len(rows) >= batch_size:
-            yield "lineage_events", pa.RecordBatch.from_pylist(rows, schema=LINEAGE_EVENTS)
+            yield from row_batches(rows, numbered)
+            numbered += len(rows)
             rows = []
     if rows:
-        yield "lineage_events", pa.RecordBatch.from_pylist(rows, schema=LINEAGE_EVENTS)
+        yield from row_batches(rows, numbered)
 
 
 def load_rows(wh: Warehouse, rows: list[dict]):
-    batch = pa.RecordBatch.from_pylist(rows, schema=LINEAGE_EVENTS)
-    return load_collection(
-        wh, LINEAGE_MODEL, cluster="*", batches=[("lineage_events", batch)], publish=False
-    )
+    return load_collection(wh, LINEAGE_MODEL, cluster="*", batches=row_batches(rows), publish=False)
 
 
 def load(wh: Warehouse, events: Iterable[dict[str, Any]], *, refresh: bool = True, **kw: Any):

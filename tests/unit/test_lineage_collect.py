@@ -18,7 +18,7 @@ from collectors.lineage import collect as collect_module
 from collectors.lineage.collect import CollectStats, collect_lineage, count_waiting
 from collectors.lineage.events import event_id
 from collectors.lineage.intake import LineageIntake
-from collectors.lineage.schema import LINEAGE_EVENTS, REJECTED
+from collectors.lineage.schema import LINEAGE_EVENTS, REJECTED, TABLES
 from simulator.lineage.producer import build_events, to_json
 from simulator.world import build_world
 from tests.unit.lineage_spool_helpers import to_legacy_jsonl
@@ -45,9 +45,10 @@ def make_settings(tmp_path: Path, *watch: Path, **limits: int) -> Settings:
 
 def collect(settings: Settings, now: datetime, **kwargs) -> tuple[pa.Table, pa.Table, CollectStats]:
     stats = CollectStats()
-    tables: dict[str, list[pa.RecordBatch]] = {"lineage_events": [], "rejected": []}
+    tables: dict[str, list[pa.RecordBatch]] = {name: [] for name in TABLES}
     for name, batch in collect_lineage(settings, stats=stats, now=now, **kwargs):
         assert batch.num_rows <= collect_module.BATCH_ROWS
+        assert batch.schema == TABLES[name]
         tables[name].append(batch)
     events = pa.Table.from_batches(tables["lineage_events"], schema=LINEAGE_EVENTS)
     rejected = pa.Table.from_batches(tables["rejected"], schema=REJECTED)
@@ -331,8 +332,9 @@ def test_batches_hold_at_most_batch_rows(
     stats = CollectStats()
     sizes = []
     for name, batch in collect_lineage(settings, stats=stats, now=now, files=[extra]):
-        assert name == "lineage_events" and batch.schema == LINEAGE_EVENTS
-        sizes.append(batch.num_rows)
+        assert batch.schema == TABLES[name]
+        if name == "lineage_events":
+            sizes.append(batch.num_rows)
     assert max(sizes) <= 4 and sum(sizes) == 24 == stats.events
 
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 
 import orjson
+import pyarrow as pa
 import pytest
 from lineage_warehouse_helpers import event_row, load_rows, query, run_id
 
 from annex.settings import WarehouseSettings
+from collectors.lineage.graph import graph_tables
+from collectors.lineage.schema import LINEAGE_EVENTS
 from warehouse import Warehouse
 from warehouse.models.lineage import dataset_version_id, job_id
 
@@ -199,3 +202,66 @@ def test_the_history_view_gives_the_heads_the_merge_kept(wh: Warehouse) -> None:
     )
     assert current == [("gone",)]  # datasetType deleted later; gone re-sent later
     assert query(wh, "SELECT count(*) FROM core.lineage_facets")[0][0] == 30
+
+
+def test_read_and_parsed_events_give_the_same_warehouse(tmp_path, monkeypatch) -> None:
+    """The graphs the collector reads (collectors/lineage/graph.py) and the warehouse's own
+    parse of the payloads (every event, as where no C compiler built the reader) give the same
+    core tables and facets, text included: over several collections, out of order, a
+    deletion, a tie, odd shapes, indented payloads and escapes in facet values."""
+    import lineage_warehouse_helpers as helpers
+
+    clean = {**EVENT, "inputs": [i for i in EVENT["inputs"] if isinstance(i, dict)]}
+    later = {**clean, "eventTime": "2026-11-02T09:00:00Z"}
+    later["run"] = {"runId": RUN, "facets": {"annex_trainingRun": {"stage": "FINE_TUNING"}}}
+    later["outputs"] = [
+        {**EVENT["outputs"][0], "facets": {"datasetType": {"_deleted": True}, "gone": {"a": 1}}}
+    ]
+    tie = {**later, "job": {**EVENT["job"], "facets": {"jobType": {"jobType": "TIE\u001f\u2028"}}}}
+    odd = {**EVENT, "eventTime": "2026-11-02T10:00:00Z"}  # an input that is not an object
+    spaced = {**clean, "eventTime": "2026-11-02T11:00:00Z"}
+    spaced["run"] = {"runId": RUN, "facets": {"spaced": {"a": [1, 2.5, {"b": "x/y"}]}}}
+    # indented, a number and an escape as the warehouse would not write them: its text is
+    # DuckDB's writing of the value either way
+    spaced_text = json.dumps(spaced, indent=2, ensure_ascii=False)
+    spaced_text = spaced_text.replace("2.5", "2.50").replace("x/y", "x\\/y")
+    tie_text = json.dumps(tie, ensure_ascii=False).replace("TIE", "\\u0054IE")
+    collections = [
+        [event_row(later, text=json.dumps(later, indent=1, ensure_ascii=False))],
+        [event_row(clean, text=orjson.dumps(clean).decode()), event_row(odd)],
+        [event_row(tie, text=tie_text)],  # \\u escapes in a value
+        [event_row(spaced, text=spaced_text)],
+    ]
+    rows = [row for rows in collections for row in rows]
+    read = graph_tables(pa.Table.from_pylist(rows, schema=LINEAGE_EVENTS), 0)[0]
+    assert read.column("graph_read").to_pylist() == [True, True, False, True, True]
+    tables = [
+        "lineage_events",
+        "lineage_jobs",
+        "lineage_datasets",
+        "lineage_dataset_versions",
+        "lineage_run_io",
+        "lineage_facet_heads",
+        "lineage_runs",
+        "lineage_facets",
+    ]
+    found = []
+    for graphs in (True, False):
+        monkeypatch.setattr(helpers, "GRAPHS", graphs)
+        other = Warehouse(WarehouseSettings(path=tmp_path / f"{graphs}.duckdb"))
+        for rows in collections:
+            assert load_rows(other, rows).rejected_count == 0
+        found.append(
+            {
+                table: query(
+                    other,
+                    "SELECT COLUMNS(lambda c: c NOT IN ('collection_id', 'loaded_at'))"
+                    f" FROM core.{table} ORDER BY ALL",
+                )
+                for table in tables
+            }
+        )
+    assert found[0] == found[1]
+    heads = found[0]["lineage_facet_heads"]
+    assert len(heads) == 11 and len(found[0]["lineage_runs"]) == 1
+    assert '{"a":[1,2.5,{"b":"x/y"}]}' in {str(value) for row in heads for value in row}

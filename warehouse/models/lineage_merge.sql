@@ -6,8 +6,10 @@
 -- 2. New events: once per event_id (the content hash): a duplicate in the batch or one stored
 --    before changes nothing. Stored events are read only within this batch's eventTime range
 --    (a resent event has the same eventTime), so the check stays cheap on a year of events.
--- 3. The new events are normalised in set-based SQL, each payload parsed once (json_transform
---    into the datasets and facet maps; DuckDB's parser, on every core): one row per dataset item
+-- 3. The new events are normalised in set-based SQL. Their graphs come read by the collector
+--    (collectors/lineage/graph.py: each dataset item, and each facet's place, name and the byte
+--    span of its value in the payload); an event it did not read has its payload parsed here
+--    once (json_transform into the datasets and facet maps, on every core): one row per dataset item
 --    (inputs, outputs, a dataset event's dataset) with its version (the version facet's
 --    datasetVersion; else, for a run's output, the runId; else NULL: the dataset's external,
 --    unversioned node), and one row per facet (run, job, dataset version, input, output).
@@ -81,7 +83,8 @@ SET VARIABLE lin_time_hi = (SELECT max(event_time) FROM stage_lineage_events);
 
 CREATE OR REPLACE TEMP TABLE lin_new AS
 SELECT s.rowid AS staged_row, s.event_id, s.event_time, s.event_kind, s.event_type, s.run_id,
-       s.job_namespace, s.job_name, s.source_locator
+       s.job_namespace, s.job_name, s.source_locator, s.event_index,
+       coalesce(s.graph_read, false) AS graph_read
 FROM stage_lineage_events AS s
 WHERE s.rowid NOT IN (SELECT staged_row FROM lin_problems)
   -- twice in the batch: the first staged (narrow keys grouped, the payloads never sorted)
@@ -94,16 +97,20 @@ WHERE s.rowid NOT IN (SELECT staged_row FROM lin_problems)
   );
 
 -- 3. -------------------------------------------------------------------------------------------
--- The graph parts of the new events: their payloads parsed once, into the datasets they name
--- (inputs, outputs, a dataset event's dataset) and the facet maps (each facet's JSON text as
--- stored; the macros are migration 0016's, shared with the core.lineage_facets view). A shape
--- the schema would refuse (a collector bug) gives NULL there, never an error.
+-- The graph parts of the new events: the datasets they name (inputs, outputs, a dataset
+-- event's dataset) and their facets. For the events the collector read (graph_read: all the
+-- intake's), they are stage_lineage_items and stage_lineage_facets, and no payload is parsed.
+-- The others (a text the reader leaves to DuckDB's parser: see collectors/lineage/graph.c; all
+-- of them where no C compiler built the reader) are parsed here once, into the datasets and
+-- the facet maps (each facet's JSON text as stored; the macros are migration 0016's, shared
+-- with the core.lineage_facets view). A shape the schema would refuse (a collector bug) gives
+-- NULL there, never an error.
 CREATE OR REPLACE TEMP TABLE lin_graph AS
 SELECT
     rowid AS staged_row,
     core.lineage_graph(payload) AS g
 FROM stage_lineage_events
-WHERE rowid IN (SELECT staged_row FROM lin_new);
+WHERE rowid IN (SELECT staged_row FROM lin_new WHERE NOT graph_read);
 
 -- A payload that is not JSON (a collector bug: the intake parsed and validated it) parses to
 -- NULL under TRY: rejected, the rest of the batch goes on.
@@ -135,8 +142,8 @@ FROM lin_new;
 
 -- One row per dataset item, numbered from 0 in the event (inputs, outputs, then the dataset),
 -- with its version: the version facet's datasetVersion; else, for a run's output, the runId;
--- else NULL, the dataset's external, unversioned node. Its facet maps come along for the
--- facet rows below.
+-- else NULL, the dataset's external, unversioned node. A parsed event's facet maps come along
+-- for the facet rows below (a read event's facets are in stage_lineage_facets).
 CREATE OR REPLACE TEMP TABLE lin_items AS
 WITH listed AS (
     SELECT staged_row, 'INPUT' AS direction, unnest(g.inputs) AS d,
@@ -148,13 +155,19 @@ WITH listed AS (
     FROM lin_graph
 ),
 items AS (
+    SELECT n.staged_row, i.direction, i.item, i.namespace, i.name, i.version AS facet_version,
+           NULL::MAP(VARCHAR, JSON) AS facets, NULL::MAP(VARCHAR, JSON) AS io_facets
+    FROM stage_lineage_items AS i
+    JOIN lin_new AS n ON n.event_index = i.event_index AND n.graph_read
+    UNION ALL
     SELECT staged_row, direction, item, d.namespace AS namespace, d.name AS name,
-           d.facets AS facets,
+           d.facets['version'] ->> '$.datasetVersion', d.facets AS facets,
            CASE direction WHEN 'INPUT' THEN d.inputFacets ELSE d.outputFacets END AS io_facets
     FROM listed
     UNION ALL
     SELECT staged_row, 'DATASET', coalesce(len(g.inputs), 0) + coalesce(len(g.outputs), 0),
-           g.dataset.namespace, g.dataset.name, g.dataset.facets, NULL
+           g.dataset.namespace, g.dataset.name, g.dataset.facets['version'] ->> '$.datasetVersion',
+           g.dataset.facets, NULL
     FROM lin_graph
     WHERE g.dataset IS NOT NULL
 ),
@@ -171,7 +184,7 @@ versioned AS (
         i.name,
         i.facets,
         i.io_facets,
-        i.facets['version'] ->> '$.datasetVersion' AS facet_version
+        i.facet_version
     FROM items AS i
     JOIN lin_new AS n ON n.staged_row = i.staged_row
     WHERE i.namespace IS NOT NULL AND i.name IS NOT NULL
@@ -354,21 +367,24 @@ WHERE rowid NOT IN (SELECT new_row FROM lin_edge_match);
 -- 5. -------------------------------------------------------------------------------------------
 -- The facets of the new events, one entry per entity, facet name and event: run facets of run
 -- events, job facets of events with a job, a dataset version's facets and a run's input and
--- output facets. Their text is the parsed payload's (already JSON: nothing is parsed again).
+-- output facets. A read event's entries are narrow (the value's byte span in the payload); a
+-- parsed event's carry their text (the parsed payload's, already JSON).
 -- They are not stored: the payloads are, and core.lineage_facets reads them there by these
 -- rules; only the batch's latest per entity and facet name is kept, then merged into the heads.
 -- "Latest" is by (eventTime, event_id): each new event is ranked once in that order (a sort of
 -- the narrow keys of the batch's events), so one aggregate over the entries, keyed by an
--- integer, picks each facet's latest text; the entries are never materialised, sorted or
--- joined back (each of which would copy every facet's text).
+-- integer, picks each facet's latest; the entries are never materialised, sorted or joined
+-- back. Only then are the latest read facets' texts sliced out of their payloads (by bytes: a
+-- character position would walk the UTF-8 from the payload's start), through json(), which
+-- writes them as the parsed maps do (numbers, escapes: the same text either way).
 -- (a table of its own: the same window in lin_new's statement sorts every lin_new column and
 -- cost 0.3-0.4 CPU s more for 200,000 events)
 CREATE OR REPLACE TEMP TABLE lin_rank AS
 SELECT staged_row, row_number() OVER (ORDER BY event_time, event_id) AS event_rank
 FROM lin_new;
 
-CREATE OR REPLACE TEMP TABLE lin_facet_latest AS
-WITH entries AS (
+CREATE OR REPLACE TEMP TABLE lin_facet_latest_at AS
+WITH parsed AS (
     SELECT r.event_rank, 'run' AS entity_kind, n.run_id AS entity_id,
            n.run_id, NULL AS dataset_version_id, unnest(map_entries(g.g.run.facets)) AS f
     FROM lin_graph AS g
@@ -386,25 +402,92 @@ WITH entries AS (
     SELECT r.event_rank, 'dataset', dataset_version_id, NULL, dataset_version_id,
            unnest(map_entries(facets))
     FROM lin_items JOIN lin_rank AS r USING (staged_row)
+    WHERE facets IS NOT NULL
     UNION ALL
     SELECT r.event_rank, lower(direction), run_id || '/' || dataset_version_id, run_id,
            dataset_version_id, unnest(map_entries(io_facets))
     FROM lin_items JOIN lin_rank AS r USING (staged_row)
-    WHERE direction IN ('INPUT', 'OUTPUT') AND run_id IS NOT NULL
+    WHERE direction IN ('INPUT', 'OUTPUT') AND run_id IS NOT NULL AND io_facets IS NOT NULL
 ),
-latest AS (  -- (run_id and dataset_version_id follow from the entity: any_value is exact)
+read_entries AS (  -- (each branch joins the facets it needs: a shared CTE is materialised)
+    SELECT r.event_rank, 'run' AS entity_kind, n.run_id AS entity_id, n.run_id,
+           NULL AS dataset_version_id, f.facet_name,
+           {'start': f.value_start, 'length': f.value_length} AS span
+    FROM stage_lineage_facets AS f
+    JOIN lin_new AS n ON n.event_index = f.event_index
+    JOIN lin_rank AS r ON r.staged_row = n.staged_row
+    WHERE f.place = 'run' AND n.event_kind = 'RunEvent' AND n.graph_read
+    UNION ALL
+    SELECT r.event_rank, 'job', core.lineage_job_id(n.job_namespace, n.job_name), NULL, NULL,
+           f.facet_name, {'start': f.value_start, 'length': f.value_length}
+    FROM stage_lineage_facets AS f
+    JOIN lin_new AS n ON n.event_index = f.event_index
+    JOIN lin_rank AS r ON r.staged_row = n.staged_row
+    WHERE f.place = 'job' AND n.job_name IS NOT NULL AND n.graph_read
+    UNION ALL  -- (the item that carries them: a dataset listed twice keeps its first listing)
+    SELECT r.event_rank, f.place,
+           CASE f.place WHEN 'dataset' THEN i.dataset_version_id
+                ELSE i.run_id || '/' || i.dataset_version_id END,
+           CASE WHEN f.place <> 'dataset' THEN i.run_id END, i.dataset_version_id, f.facet_name,
+           {'start': f.value_start, 'length': f.value_length}
+    FROM stage_lineage_facets AS f
+    JOIN lin_new AS n ON n.event_index = f.event_index
+    JOIN lin_items AS i ON i.staged_row = n.staged_row AND i.item = f.item
+    JOIN lin_rank AS r ON r.staged_row = n.staged_row
+    WHERE n.graph_read
+      AND (f.place = 'dataset' OR (f.place IN ('input', 'output') AND i.run_id IS NOT NULL))
+),
+-- (run_id and dataset_version_id follow from the entity: any_value is exact)
+read_latest AS (
+    SELECT entity_kind, entity_id, facet_name, max(event_rank) AS event_rank,
+           arg_max(span, event_rank) AS span, any_value(run_id) AS run_id,
+           any_value(dataset_version_id) AS dataset_version_id
+    FROM read_entries
+    GROUP BY entity_kind, entity_id, facet_name
+),
+parsed_latest AS (
     SELECT entity_kind, entity_id, f.key AS facet_name, max(event_rank) AS event_rank,
            arg_max(f.value, event_rank) AS facet, any_value(run_id) AS run_id,
            any_value(dataset_version_id) AS dataset_version_id
-    FROM entries
+    FROM parsed
     GROUP BY entity_kind, entity_id, f.key
+),
+latest AS (  -- the later of the two (an event is read or parsed: the ranks differ)
+    SELECT r.entity_kind, r.entity_id, r.facet_name, r.event_rank, r.span, NULL::JSON AS facet,
+           r.run_id, r.dataset_version_id
+    FROM read_latest AS r
+    LEFT JOIN parsed_latest AS p
+        ON p.entity_kind = r.entity_kind AND p.entity_id = r.entity_id
+        AND p.facet_name = r.facet_name
+    WHERE p.event_rank IS NULL OR p.event_rank < r.event_rank
+    UNION ALL
+    SELECT p.entity_kind, p.entity_id, p.facet_name, p.event_rank, NULL, p.facet, p.run_id,
+           p.dataset_version_id
+    FROM parsed_latest AS p
+    LEFT JOIN read_latest AS r
+        ON r.entity_kind = p.entity_kind AND r.entity_id = p.entity_id
+        AND r.facet_name = p.facet_name
+    WHERE r.event_rank IS NULL OR r.event_rank < p.event_rank
 )
-SELECT l.entity_kind, l.entity_id, l.facet_name, n.event_id, n.event_time,
-       core.lineage_facet_deleted(l.facet) AS deleted, l.facet, l.run_id, l.dataset_version_id
+SELECT l.*, r.staged_row
 FROM latest AS l
-JOIN lin_rank AS r ON r.event_rank = l.event_rank
-JOIN lin_new AS n ON n.staged_row = r.staged_row;
+JOIN lin_rank AS r ON r.event_rank = l.event_rank;
 
+CREATE OR REPLACE TEMP TABLE lin_facet_latest AS
+WITH texts AS (
+    SELECT l.entity_kind, l.entity_id, l.facet_name, l.staged_row, l.run_id,
+           l.dataset_version_id,
+           coalesce(l.facet, json(decode(encode(s.payload)[
+               l.span.start + 1:l.span.start + l.span.length]))) AS facet
+    FROM stage_lineage_events AS s
+    JOIN lin_facet_latest_at AS l ON l.staged_row = s.rowid
+)
+SELECT t.entity_kind, t.entity_id, t.facet_name, n.event_id, n.event_time,
+       core.lineage_facet_deleted(t.facet) AS deleted, t.facet, t.run_id, t.dataset_version_id
+FROM texts AS t
+JOIN lin_new AS n ON n.staged_row = t.staged_row;
+
+DROP TABLE lin_facet_latest_at;
 DROP TABLE lin_graph;
 DROP TABLE lin_new;
 DROP TABLE lin_rank;

@@ -1,5 +1,5 @@
--- Staging table of the lineage collector (collectors/lineage); columns match its Arrow schema
--- LINEAGE_EVENTS (collectors/lineage/schema.py) by name, in order (a test checks). Its rejected
+-- Staging tables of the lineage collector (collectors/lineage); columns match its Arrow schemas
+-- (collectors/lineage/schema.py) by name, in order (a test checks). Its rejected
 -- events arrive as the engine's own stage_rejected (warehouse/load.py).
 
 CREATE TEMP TABLE stage_lineage_events (
@@ -16,5 +16,27 @@ CREATE TEMP TABLE stage_lineage_events (
     schema_url VARCHAR,
     payload JSON,  -- staged from Arrow's JSON type as is: the merge parses it (step 3)
     findings VARCHAR[],
-    source_locator VARCHAR
+    source_locator VARCHAR,
+    event_index BIGINT,  -- named by its stage_lineage_items and stage_lineage_facets rows
+    graph_read BOOLEAN  -- false or NULL: the merge parses the payload for its graph
+);
+
+-- The graph of each event the collector read (collectors/lineage/graph.py): LINEAGE_ITEMS and
+-- LINEAGE_FACETS.
+CREATE TEMP TABLE stage_lineage_items (
+    event_index BIGINT,
+    direction VARCHAR,
+    item INTEGER,
+    namespace VARCHAR,
+    name VARCHAR,
+    version VARCHAR
+);
+
+CREATE TEMP TABLE stage_lineage_facets (
+    event_index BIGINT,
+    place VARCHAR,
+    item INTEGER,
+    facet_name VARCHAR,
+    value_start INTEGER,  -- bytes, from 0
+    value_length INTEGER
 );
