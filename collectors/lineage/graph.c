@@ -3,8 +3,8 @@
  * For each event (one JSON text of an Arrow string column) this finds what the warehouse's
  * merge needs: every dataset item (inputs, outputs, a dataset event's dataset) with its
  * namespace, name and version facet's datasetVersion, and every facet (run, job, a dataset's
- * facets, an input's inputFacets, an output's outputFacets) with its place, name and the byte
- * span of its value in the text. The warehouse then ranks facets by these narrow keys and
+ * facets, an input's inputFacets, an output's outputFacets) with its place, name and the span
+ * of its value in the text, in characters (code points, as SQL's substring() counts them). The warehouse then ranks facets by these narrow keys and
  * slices only the latest ones out of the payload, instead of parsing every payload into maps.
  *
  * The whole text is checked as JSON (RFC 8259: literals, numbers, strings with their escapes,
@@ -101,6 +101,7 @@ static int push_text(Graph *g, Strings *s, const char *text, int64_t length) {
 typedef struct {
     const char *start, *at, *end;
     int refused; /* not JSON, or not read here: the warehouse parses the event */
+    int64_t wide; /* bytes past the first of each UTF-8 sequence so far: offsets in characters */
 } Text;
 
 static inline int refuse(Text *t) {
@@ -195,6 +196,7 @@ static int string(Text *t, const char **content, int64_t *length, int *escaped) 
             int n = utf8_sequence((const unsigned char *)p, (const unsigned char *)t->end);
             if (!n) return refuse(t);
             p += n;
+            t->wide += n - 1;
             continue;
         }
         if (c == '\\') {
@@ -356,34 +358,6 @@ typedef struct {
 
 #define MAX_FACETS 256 /* in one place; more: the warehouse's parse (checking repeats is O(n^2)) */
 
-/* A facets object: each facet's name and value span. */
-static int facets(Text *t, Event *e, int32_t place, int32_t direction, int32_t index) {
-    Graph *g = e->g;
-    int64_t from = g->facet_event.count;
-    Member m = {0};
-    if (!object(t)) return 0;
-    while (member(t, &m)) {
-        if (g->facet_event.count - from >= MAX_FACETS) return refuse(t);
-        const Strings *names = &g->facet_name;
-        for (int64_t row = from; row < names->count; row++) {
-            int32_t a = names->offsets[row];
-            if (names->offsets[row + 1] - a == m.length &&
-                memcmp(names->bytes + a, m.key, (size_t)m.length) == 0)
-                return refuse(t); /* a facet named twice in one place */
-        }
-        peek(t);
-        const char *at = t->at;
-        if (!value(t)) return 0;
-        if (!(push(g, &g->facet_event, e->event) && push(g, &g->facet_place, place) &&
-              push(g, &g->facet_item, index) && push(g, &g->facet_direction, direction) &&
-              push(g, &g->facet_start, (int32_t)(at - t->start)) &&
-              push(g, &g->facet_length, (int32_t)(t->at - at)) &&
-              push_text(g, &g->facet_name, m.key, m.length)))
-            return refuse(t);
-    }
-    return !t->refused;
-}
-
 /* A string or null this reads (namespace, name, datasetVersion): NULL content for null. */
 static int text_or_null(Text *t, const char **content, int64_t *length) {
     if (peek(t) == 'n') {
@@ -410,6 +384,42 @@ static int dataset_version(Text *facet, const char **version, int64_t *length) {
     return !facet->refused;
 }
 
+/* A facets object: each facet's name and the span of its value, in characters (the
+ * warehouse's substring() counts code points). ``version``: where a dataset's version facet
+ * gives its datasetVersion (NULL: not looked for). */
+static int facets(Text *t, Event *e, int32_t place, int32_t direction, int32_t index,
+                  const char **version, int64_t *version_length) {
+    Graph *g = e->g;
+    int64_t from = g->facet_event.count;
+    Member m = {0};
+    if (!object(t)) return 0;
+    while (member(t, &m)) {
+        if (g->facet_event.count - from >= MAX_FACETS) return refuse(t);
+        const Strings *names = &g->facet_name;
+        for (int64_t row = from; row < names->count; row++) {
+            int32_t a = names->offsets[row];
+            if (names->offsets[row + 1] - a == m.length &&
+                memcmp(names->bytes + a, m.key, (size_t)m.length) == 0)
+                return refuse(t); /* a facet named twice in one place */
+        }
+        peek(t);
+        const char *at = t->at;
+        int64_t wide = t->wide;
+        if (!value(t)) return 0;
+        if (version && is(m.key, m.length, "version")) {
+            Text facet = {t->start, at, t->at, 0, 0};
+            if (!dataset_version(&facet, version, version_length)) return refuse(t);
+        }
+        if (!(push(g, &g->facet_event, e->event) && push(g, &g->facet_place, place) &&
+              push(g, &g->facet_item, index) && push(g, &g->facet_direction, direction) &&
+              push(g, &g->facet_start, (int32_t)(at - t->start - wide)) &&
+              push(g, &g->facet_length, (int32_t)(t->at - at - (t->wide - wide))) &&
+              push_text(g, &g->facet_name, m.key, m.length)))
+            return refuse(t);
+    }
+    return !t->refused;
+}
+
 /* A dataset item: an input, an output or a dataset event's dataset. */
 static int item(Text *t, Event *e, int32_t direction, int32_t index) {
     Graph *g = e->g;
@@ -424,20 +434,12 @@ static int item(Text *t, Event *e, int32_t direction, int32_t index) {
         } else if (is(m.key, m.length, "name")) {
             if (!once(t, &m, 2) || !text_or_null(t, &name, &name_length)) return 0;
         } else if (is(m.key, m.length, "facets")) {
-            int64_t from = g->facet_event.count;
-            if (!once(t, &m, 4) || !facets(t, e, DATASET_FACETS, direction, index)) return 0;
-            for (int64_t row = from; row < g->facet_event.count; row++) {
-                int32_t a = g->facet_name.offsets[row];
-                if (g->facet_name.offsets[row + 1] - a != 7 ||
-                    memcmp(g->facet_name.bytes + a, "version", 7) != 0)
-                    continue;
-                const char *at = t->start + g->facet_start.values[row];
-                Text facet = {t->start, at, at + g->facet_length.values[row], 0};
-                if (!dataset_version(&facet, &version, &version_length)) return refuse(t);
-            }
+            if (!once(t, &m, 4) ||
+                !facets(t, e, DATASET_FACETS, direction, index, &version, &version_length))
+                return 0;
         } else if (direction != DATASET && is(m.key, m.length, io)) {
             int32_t place = direction == INPUT ? INPUT_FACETS : OUTPUT_FACETS;
-            if (!once(t, &m, 8) || !facets(t, e, place, direction, index)) return 0;
+            if (!once(t, &m, 8) || !facets(t, e, place, direction, index, NULL, NULL)) return 0;
         } else if (!value(t)) {
             return 0;
         }
@@ -471,7 +473,7 @@ static int holder(Text *t, Event *e, int32_t place) {
     if (!object(t)) return 0;
     while (member(t, &m)) {
         if (is(m.key, m.length, "facets")) {
-            if (!once(t, &m, 1) || !facets(t, e, place, -1, -1)) return 0;
+            if (!once(t, &m, 1) || !facets(t, e, place, -1, -1, NULL, NULL)) return 0;
         } else if (!value(t)) {
             return 0;
         }
@@ -541,7 +543,7 @@ int annex_lineage_graph(const char *data, const int32_t *offsets, int64_t events
         return 0;
     }
     for (int64_t i = 0; i < events; i++) {
-        Text t = {data + offsets[i], data + offsets[i], data + offsets[i + 1], 0};
+        Text t = {data + offsets[i], data + offsets[i], data + offsets[i + 1], 0, 0};
         Event e = {g, (int32_t)i, g->facet_event.count, g->item_event.count, 0, 0};
         if (event(&t, &e) && !g->out_of_memory) {
             number_items(g, &e);

@@ -4,8 +4,9 @@ where each facet's value lies, for the warehouse's merge (``lineage_merge.sql``)
 Why: parsing every payload in DuckDB into facet maps (``core.lineage_graph``) was the largest
 cost of a collection (about a quarter of its CPU), and most facets are then dropped: only the
 latest per entity and facet name is kept. ``read_graph`` gives the merge the narrow facts it ranks
-(place, item, facet name) and the byte span of each facet's value in the payload, so the merge
-slices out only the winners' texts (``json()`` of the slice: the same text the maps held).
+(place, item, facet name) and the span of each facet's value in the payload (in characters, as
+``substring()`` counts), so the merge slices out only the winners' texts (``json()`` of the
+slice: the same text the maps held).
 
 The reader is C (``graph.c``: a JSON scan at 1 GB/s, against 80 µs an event in Python), built
 on first use with the system's C compiler into the user's cache folder (one build per source
@@ -96,9 +97,9 @@ class EventGraphs:
     ``items``: event, direction (INPUT, OUTPUT, DATASET), item (numbered in the event: inputs
     from 0, then outputs, then the dataset), namespace, name, version (the version facet's
     datasetVersion; null where none). ``facets``: event, place (``PLACES``), item (null for
-    run and job facets), facet_name, value_start and value_length (the value's bytes in the
-    event's UTF-8 text, from 0). ``read``: per event, whether it was read (false: nothing of
-    it is in ``items`` or ``facets``; the warehouse parses it)."""
+    run and job facets), facet_name, value_start and value_length (the value's place in the
+    event's text, in characters: code points, from 0). ``read``: per event, whether it was
+    read (false: nothing of it is in ``items`` or ``facets``; the warehouse parses it)."""
 
     items: pa.Table
     facets: pa.Table

@@ -59,8 +59,8 @@ LINEAGE_FACETS = pa.schema(
         ("place", pa.string()),
         ("item", pa.int32()),  # the dataset item's number (LINEAGE_ITEMS.item); NULL: run, job
         ("facet_name", pa.string()),
-        ("value_start", pa.int32()),  # the facet's JSON value: its first byte in the payload's
-        ("value_length", pa.int32()),  # UTF-8, from 0, and its length in bytes
+        ("value_start", pa.int32()),  # the facet's JSON value in the payload: its first
+        ("value_length", pa.int32()),  # character (code point, from 0) and its length in them
     ]
 )
 

@@ -37,6 +37,6 @@ CREATE TEMP TABLE stage_lineage_facets (
     place VARCHAR,
     item INTEGER,
     facet_name VARCHAR,
-    value_start INTEGER,  -- bytes, from 0
+    value_start INTEGER,  -- characters (code points), from 0
     value_length INTEGER
 );
