@@ -270,3 +270,17 @@ def test_a_missing_compiler_is_named_with_the_fix(monkeypatch, tmp_path) -> None
 
 def _row(event: dict[str, Any], *, text: str | None = None) -> dict[str, Any]:
     return {"event_id": "x", "payload": text if text is not None else json.dumps(event)}
+
+
+def test_an_unwritable_folder_is_named_with_the_fix(monkeypatch, tmp_path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    with pytest.raises(GraphReaderUnavailable, match="ANNEX_NATIVE_DIR"):
+        graph_module._build(b"", blocked / "native" / "x.so")
+
+
+def test_the_reader_is_built_where_annex_native_dir_says(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("ANNEX_NATIVE_DIR", str(tmp_path / "native"))
+    monkeypatch.setattr(graph_module, "_library", None)
+    assert read_graph(pa.array(["{}"])).read.to_pylist() == [True]
+    assert [p.suffix for p in (tmp_path / "native").iterdir()] == [".so"]
