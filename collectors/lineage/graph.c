@@ -169,11 +169,10 @@ static inline int special8(const char *p) {
     return ((control | zero_quote | zero_backslash | x) & highs) != 0;
 }
 
-static unsigned char STOPS[256]; /* the same test, a byte at a time (set by annex_lineage_graph) */
-
-static void set_stops(void) {
-    for (int c = 0; c < 256; c++) STOPS[c] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
-}
+/* The same test, a byte at a time (GNU C's range designators: gcc and clang). */
+static const unsigned char STOPS[256] = {
+    [0x00 ... 0x1F] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xFF] = 1,
+};
 
 static int string(Text *t, const char **content, int64_t *length, int *escaped) {
     if (peek(t) != '"') return refuse(t);
@@ -536,7 +535,6 @@ static void number_items(Graph *g, const Event *e) {
 }
 
 int annex_lineage_graph(const char *data, const int32_t *offsets, int64_t events, Graph *g) {
-    if (!STOPS['"']) set_stops(); /* (idempotent: concurrent calls write the same bytes) */
     g->scanned = calloc((size_t)(events ? events : 1), 1);
     if (!g->scanned) {
         g->out_of_memory = 1;
