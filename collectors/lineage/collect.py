@@ -426,8 +426,8 @@ def _add_spool_table(table: pa.Table, lines: pa.Array, prefix: str, out: _Output
 
 
 def _as_schema_type(table: pa.Table, name: str) -> pa.ChunkedArray:
-    """A spool column as ``LINEAGE_EVENTS`` types it (the payload text as Arrow's JSON type: the
-    same buffers, not a copy)."""
+    """A spool column as ``LINEAGE_EVENTS`` types it (a cast only where an earlier spool file
+    typed it otherwise)."""
     column = table.column(name)
     wanted = LINEAGE_EVENTS.field(name).type
     return column if column.type == wanted else column.cast(wanted)

@@ -28,9 +28,9 @@ LINEAGE_EVENTS = pa.schema(
         ("job_name", pa.string()),
         ("producer", pa.string()),
         ("schema_url", pa.string()),
-        # the event as JSON text; Arrow's JSON type, which DuckDB stages as JSON without
-        # parsing it: the merge parses each new payload once (and rejects one that is not JSON)
-        ("payload", pa.json_()),
+        # the event as JSON text; staged as text (the merge cuts facets out of it, parses the
+        # payloads the collector did not read, and rejects one that is not JSON)
+        ("payload", pa.string()),
         ("findings", pa.list_(pa.string())),  # e.g. 'facet_too_large: run.facets.x'
         ("source_locator", pa.string()),  # spool file#line, or file path#line
         # the event's number in its collection, which its LINEAGE_ITEMS and LINEAGE_FACETS

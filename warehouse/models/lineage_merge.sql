@@ -31,7 +31,8 @@
 --    eventType; started_at the earliest START), with their annex_trainingRun and parent
 --    facets from the heads.
 -- Memory: the staged payloads are never copied into a temp table (lin_new keeps the narrow
--- columns and the staged row; the payloads go from the staging table to core once); items and
+-- columns and the staged row; the payloads go from the staging table to core once, where they
+-- become JSON: checked by DuckDB's parser, about 1 CPU s for 200,000 events); items and
 -- facets are smaller. A collection's size bounds it: load a large
 -- backlog in collections of some tens of thousands of events. Nothing sorts the JSON columns
 -- (duplicates and latest facets are found by grouping narrow keys): that is what would cost.
@@ -376,9 +377,10 @@ WHERE rowid NOT IN (SELECT new_row FROM lin_edge_match);
 -- the narrow keys of the batch's events), so one aggregate over the entries, keyed by an
 -- integer, picks each facet's latest; the entries are never materialised, sorted or joined
 -- back. Only then are the latest read facets' texts cut out of their payloads: substring() of
--- a text column made once per event (on the JSON column, cast per facet, the same cut cost 4.7
--- against 0.8 CPU s for 882,000 facets; a byte slice of the payload as BLOB, 3.4), then json(),
--- which writes them as the parsed maps do (numbers, escapes: the same text either way).
+-- the staged text (on a JSON column, cast per facet, the same cut cost 4.7 against 0.8 CPU s
+-- for 882,000 facets; a byte slice of the payload as BLOB, 3.4; a copy of the 103,000
+-- payloads that hold them as text, 2.2-2.7), then json(), which writes them as the parsed maps
+-- do (numbers, escapes: the same text either way).
 -- (a table of its own: the same window in lin_new's statement sorts every lin_new column and
 -- cost 0.3-0.4 CPU s more for 200,000 events)
 CREATE OR REPLACE TEMP TABLE lin_rank AS
@@ -475,19 +477,13 @@ SELECT l.*, r.staged_row
 FROM latest AS l
 JOIN lin_rank AS r ON r.event_rank = l.event_rank;
 
--- (the payloads that hold a latest facet, as text: a table, or the cast is made per facet)
-CREATE OR REPLACE TEMP TABLE lin_facet_payloads AS
-SELECT rowid AS staged_row, payload::VARCHAR AS text
-FROM stage_lineage_events
-WHERE rowid IN (SELECT staged_row FROM lin_facet_latest_at WHERE span IS NOT NULL);
-
 CREATE OR REPLACE TEMP TABLE lin_facet_latest AS
 WITH texts AS (
     SELECT l.entity_kind, l.entity_id, l.facet_name, l.staged_row, l.run_id,
            l.dataset_version_id,
-           coalesce(l.facet, json(substring(p.text, l.span.start + 1, l.span.length))) AS facet
+           coalesce(l.facet, json(substring(p.payload, l.span.start + 1, l.span.length))) AS facet
     FROM lin_facet_latest_at AS l
-    LEFT JOIN lin_facet_payloads AS p ON p.staged_row = l.staged_row
+    LEFT JOIN stage_lineage_events AS p ON p.rowid = l.staged_row
 )
 SELECT t.entity_kind, t.entity_id, t.facet_name, n.event_id, n.event_time,
        core.lineage_facet_deleted(t.facet) AS deleted, t.facet, t.run_id, t.dataset_version_id
@@ -495,7 +491,6 @@ FROM texts AS t
 JOIN lin_new AS n ON n.staged_row = t.staged_row;
 
 DROP TABLE lin_facet_latest_at;
-DROP TABLE lin_facet_payloads;
 DROP TABLE lin_graph;
 DROP TABLE lin_new;
 DROP TABLE lin_rank;
