@@ -3,8 +3,8 @@
 #   make test   lint + the whole test suite
 # Both install what they need on a fresh Debian 12 machine with Python and pip: the system
 # libraries WeasyPrint needs, kubectl (Debian's kubernetes-client) for the protocol tests, a C
-# compiler (annex builds its lineage graph reader, collectors/lineage/graph.c, on first use),
-# uv itself if missing, then the locked Python environment (uv sync --locked).
+# compiler (annex builds two small lineage parts on first use: collectors/lineage/graph.c and
+# canonical.c), uv itself if missing, then the locked Python environment (uv sync --locked).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help

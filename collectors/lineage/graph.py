@@ -9,11 +9,10 @@ latest per entity and facet name is kept. ``read_graph`` gives the merge the nar
 slice: the same text the maps held).
 
 The reader is C (``graph.c``: 7-13 µs an event, against 80 µs in Python), built on first use
-with the system's C compiler (``CC``, else ``cc``) into ``ANNEX_NATIVE_DIR`` or else the user's
-cache folder (one build per source version; the container image builds it there at image build
-time, deploy/Dockerfile), and called through ctypes, which releases the GIL. Where it cannot be
-built (no compiler, no writable folder), ``read_graph`` raises ``GraphReaderUnavailable`` and
-the collector leaves every event to the warehouse's parse: the same rows, slower. An event the
+(``collectors.lineage.native``) and called through ctypes, which releases the GIL. Where it
+cannot be built (no compiler, no writable folder), ``read_graph`` raises
+``NativeCodeUnavailable`` and the collector leaves every event to the warehouse's parse: the
+same rows, slower. An event the
 reader does not take (see ``graph.c``: not JSON, odd shapes, escaped keys) is left to that parse
 too.
 """
@@ -21,12 +20,7 @@ too.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import logging
-import os
-import shutil
-import subprocess
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +28,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from collectors.lineage import native
+from collectors.lineage.native import NativeCodeUnavailable
 from collectors.lineage.schema import LINEAGE_FACETS, LINEAGE_ITEMS
 
 log = logging.getLogger(__name__)
@@ -45,10 +41,6 @@ DIRECTIONS = pa.array(["INPUT", "OUTPUT", "DATASET"])
 PLACES = pa.array(["run", "job", "dataset", "input", "output"])
 """``facet_place`` codes of graph.c, in order: a run's or job's facets, a dataset's facets,
 an input's inputFacets, an output's outputFacets."""
-
-
-class GraphReaderUnavailable(RuntimeError):
-    """The C reader cannot be built or loaded here (no C compiler)."""
 
 
 class _Ints(ctypes.Structure):
@@ -112,59 +104,11 @@ _library: ctypes.CDLL | None = None
 _library_lock = threading.Lock()
 
 
-def _native_folder() -> Path:
-    """Where the built reader is kept: ``ANNEX_NATIVE_DIR``, else the user's cache folder."""
-    if os.environ.get("ANNEX_NATIVE_DIR"):
-        return Path(os.environ["ANNEX_NATIVE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "annex"
-
-
-def _build(source: bytes, target: Path) -> None:
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        raise GraphReaderUnavailable(
-            "no C compiler to build annex's lineage graph reader: install one "
-            "(apt-get install gcc) or set CC; until then the warehouse parses every payload"
-        )
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = tempfile.TemporaryDirectory(dir=target.parent)
-    except OSError as exc:
-        raise GraphReaderUnavailable(
-            f"cannot build annex's lineage graph reader in {target.parent} ({exc}): set "
-            "ANNEX_NATIVE_DIR to a writable folder"
-        ) from exc
-    with staging as folder:
-        built = Path(folder) / target.name
-        command = [compiler, "-O2", "-shared", "-fPIC", "-o", str(built), str(SOURCE)]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, check=False)
-        except OSError as exc:
-            raise GraphReaderUnavailable(
-                f"building annex's lineage graph reader failed ({' '.join(command)}): {exc}"
-            ) from exc
-        if result.returncode != 0:
-            raise GraphReaderUnavailable(
-                f"building annex's lineage graph reader failed ({' '.join(command)}): "
-                f"{result.stderr.strip()[:500]}"
-            )
-        os.replace(built, target)  # atomic: a concurrent build writes the same file
-
-
 def _load() -> ctypes.CDLL:
     global _library
     with _library_lock:
         if _library is None:
-            source = SOURCE.read_bytes()
-            digest = hashlib.sha256(source).hexdigest()[:16]
-            target = _native_folder() / f"lineage-graph-{digest}.so"
-            if not target.exists():
-                _build(source, target)
-            try:
-                library = ctypes.CDLL(str(target))
-            except OSError as exc:
-                raise GraphReaderUnavailable(f"cannot load {target}: {exc}") from exc
+            library = native.library(SOURCE, "annex's lineage graph reader")
             library.annex_lineage_graph.argtypes = [
                 ctypes.c_void_p,
                 ctypes.c_void_p,
@@ -266,7 +210,7 @@ def graph_tables(events: pa.Table, first_index: int) -> tuple[pa.Table, pa.Table
     index = pa.array(range(first_index, first_index + count), pa.int64())
     try:
         graphs = read_graph(events.column("payload"))
-    except GraphReaderUnavailable as exc:
+    except NativeCodeUnavailable as exc:
         if not _warned:
             log.warning("%s", exc)
             _warned = True

@@ -16,9 +16,11 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from collectors.lineage import events as events_module
+from collectors.lineage import native
 from collectors.lineage.events import (
     MAX_BYTES,
     REASONS,
@@ -294,9 +296,42 @@ JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=3000, deadline=None)
-@given(JSON_VALUES)
-def test_canonical_json_equals_the_reference_walk(value: Any) -> None:
+@pytest.fixture(params=["c", "python"])
+def respelling(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The canonical-JSON tests run on both of its paths: the integral floats respelled by
+    canonical.c (built by ``make setup``'s compiler: this fails where it is not), and by the
+    regular expressions that run where no compiler built it."""
+    if request.param == "c":
+        assert events_module._respell_in_c() is not None
+    else:
+        monkeypatch.setattr(events_module, "_respell", None)
+        monkeypatch.setattr(events_module, "_respell_loaded", True)
+    return str(request.param)
+
+
+def test_without_a_compiler_the_numbers_are_respelled_in_python_with_one_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def unavailable(source: Any, part: str) -> Any:
+        raise native.NativeCodeUnavailable(f"no C compiler to build {part}")
+
+    monkeypatch.setattr(native, "library", unavailable)
+    monkeypatch.setattr(events_module, "_respell", None)
+    monkeypatch.setattr(events_module, "_respell_loaded", False)
+    value = {"a": 1.0, "b": "x.0,", "c": [-0.0, 2.5, 1e20]}
+    with caplog.at_level("WARNING", logger="collectors.lineage.events"):
+        texts = {canonical_json(value) for _ in range(3)}
+    assert texts == {b'{"a":1,"b":"x.0,","c":[0,2.5,100000000000000000000]}'}
+    assert [r.message for r in caplog.records] == [
+        "no C compiler to build annex's canonical JSON numbers"
+    ]
+
+
+@settings(
+    max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(value=JSON_VALUES)
+def test_canonical_json_equals_the_reference_walk(value: Any, respelling: str) -> None:
     # the orjson path (with its number rewrites and fallbacks) against the definition
     assert canonical_json(value) == canonical_json_reference(value)
 
@@ -357,7 +392,7 @@ def _numbers_and_strings(value: Any) -> tuple[list[Any], list[str]]:
     return numbers, strings
 
 
-def test_canonical_json_equals_the_reference_on_number_like_text() -> None:
+def test_canonical_json_equals_the_reference_on_number_like_text(respelling: str) -> None:
     # integral floats (respelled in orjson's text) next to strings holding the same text,
     # escaped quotes and backslashes that shift where strings end, -0.0, exponents (the
     # slower path) and non-ASCII: a blind text replacement or a miscounted string fails here
@@ -395,7 +430,7 @@ def test_canonical_json_equals_the_reference_on_number_like_text() -> None:
         {"k": "1e+16", "n": [1e16, -1e21, 1.5e300], "z": 0.0, "m": -0.0},
     ],
 )
-def test_canonical_json_edge_cases(value: Any) -> None:
+def test_canonical_json_edge_cases(value: Any, respelling: str) -> None:
     # numbers ECMAScript spells differently, number-like text in strings, escapes, integers
     # beyond 64 bits (orjson refuses them) and keys outside the Basic Multilingual Plane
     assert canonical_json(value) == canonical_json_reference(value)
