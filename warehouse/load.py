@@ -20,7 +20,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import metadata
@@ -74,6 +74,11 @@ class SourceModel:
     tables (telemetry samples), where a second copy would double the load time. The sink owns
     idempotency; its ``close()`` runs after the last batch, when every staged table is
     complete, before the merge SQL."""
+    staging_threads: int | None = None
+    """DuckDB's threads while the batches are staged (None: the warehouse's own), put back
+    before the merge SQL. DuckDB's ``threads`` belongs to the whole database instance, so this
+    also holds for other connections of this process meanwhile. For a collector that keeps the
+    cores busy itself while its batches go in."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +185,8 @@ def _load_in_transaction(
         con.execute(_STAGE_REJECTED)
         _run_statements(con, model.staging_sql, f"staging SQL of the {model.source} model")
         stage_started = time.perf_counter()
-        row_counts = _stage(con, model, batches, on_progress)
+        with _threads(con, model.staging_threads):
+            row_counts = _stage(con, model, batches, on_progress)
         log.debug("collecting and staging took %.3f s", time.perf_counter() - stage_started)
         merge_started = time.perf_counter()
         _run_statements(con, model.merge_sql, f"merge SQL of the {model.source} model")
@@ -206,6 +212,22 @@ def _load_in_transaction(
             con.execute("ROLLBACK")
         raise
     return row_counts, rejected
+
+
+@contextlib.contextmanager
+def _threads(con: duckdb.DuckDBPyConnection, count: int | None) -> Iterator[None]:
+    """DuckDB's ``threads`` set to ``count`` for the block (None: unchanged), then put back,
+    also when the block fails."""
+    if count is None:
+        yield
+        return
+    row = con.execute("SELECT current_setting('threads')").fetchone()
+    before = int(row[0]) if row is not None else None
+    con.execute(f"SET threads = {int(count)}")
+    try:
+        yield
+    finally:
+        con.execute(f"SET threads = {before}" if before is not None else "RESET threads")
 
 
 def _stage(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -505,3 +506,38 @@ def test_an_append_stream_ends_cleanly_when_aborted(tmp_path: Path) -> None:
     stream.close()
     assert con.execute("SELECT count(*) FROM t").fetchone() == (10,)
     con.close()
+
+
+def _threads_in_merge(model: SourceModel) -> SourceModel:
+    """``model`` whose merge notes DuckDB's threads as a rejected record (reason 'threads')."""
+    return dataclasses.replace(
+        model,
+        merge_sql=model.merge_sql
+        + "; INSERT INTO stage_rejected (locator, reason_code, message, raw) "
+        "SELECT 'merge', 'threads', current_setting('threads')::VARCHAR, NULL",
+    )
+
+
+def test_a_model_stages_on_the_threads_it_names_and_merges_on_the_warehouses(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[int] = []
+    staging = load._stage
+
+    def noting(con: duckdb.DuckDBPyConnection, *args: object) -> dict[str, int]:
+        seen.append(con.execute("SELECT current_setting('threads')").fetchone()[0])
+        return staging(con, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(load, "_stage", noting)
+    default = _threads_in_merge(THINGS_MODEL)
+    load_collection(wh, default, cluster="c1", batches=things_batches(1, 5))
+    own = seen[0]  # the warehouse's threads; the model names another number
+    model = _threads_in_merge(dataclasses.replace(THINGS_MODEL, staging_threads=own + 1))
+    # a failing collection puts the threads back too
+    with pytest.raises(RuntimeError, match="source went away"):
+        load_collection(wh, model, cluster="c1", batches=things_batches(3, 5, fail_after=1))
+    load_collection(wh, model, cluster="c1", batches=things_batches(1, 5))
+    load_collection(wh, default, cluster="c1", batches=things_batches(1, 5))
+    assert seen == [own, own + 1, own + 1, own]
+    merged = _query(wh, "SELECT message FROM audit.rejected WHERE reason_code = 'threads'")
+    assert merged == [(str(own),)] * 3
