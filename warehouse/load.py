@@ -222,12 +222,15 @@ def _threads(con: duckdb.DuckDBPyConnection, count: int | None) -> Iterator[None
         yield
         return
     row = con.execute("SELECT current_setting('threads')").fetchone()
-    before = int(row[0]) if row is not None else None
+    restore = f"SET threads = {int(row[0])}" if row is not None else "RESET threads"
     con.execute(f"SET threads = {int(count)}")
     try:
         yield
-    finally:
-        con.execute(f"SET threads = {before}" if before is not None else "RESET threads")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):  # (a broken connection: the block's error counts)
+            con.execute(restore)
+        raise
+    con.execute(restore)
 
 
 def _stage(
