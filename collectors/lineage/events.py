@@ -375,7 +375,7 @@ def _canonical_from_sorted(value: Any, out: bytes) -> bytes:
     """``canonical_json`` of ``value`` given ``out``, orjson's ``_ORJSON_CANONICAL`` text of it
     (the caller may need that text too: it is written once). The text's numbers are respelled
     in C (``canonical.c``) where it was built, else by the regular expressions below."""
-    respell = _respell_in_c()
+    respell = respell_in_c()
     if respell is not None:
         written = respell(out)
         if type(written) is bytes:
@@ -400,7 +400,7 @@ _respell_loaded = False
 _respell_buffers = threading.local()
 
 
-def _respell_in_c() -> Callable[[bytes], bytes | int] | None:
+def respell_in_c() -> Callable[[bytes], bytes | int] | None:
     """``canonical.c``'s respelling as a function of orjson's text: the canonical text, or the
     C's code where the value must be written again or walked (``_RESPELL_EXPONENT``,
     ``_RESPELL_ASTRAL``). None where the C cannot be built, with one warning a process: the

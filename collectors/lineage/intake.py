@@ -68,7 +68,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from annex.settings import LineageSettings
-from collectors.lineage.events import RAW_KEEP, Accepted, ParsedBatch, Rejected, parse_events
+from collectors.lineage.events import (
+    RAW_KEEP,
+    Accepted,
+    ParsedBatch,
+    Rejected,
+    parse_events,
+    respell_in_c,
+)
 from collectors.lineage.schema import TIMESTAMP
 from collectors.spool import compact_time, remove_abandoned_writes, write_atomically
 
@@ -306,7 +313,9 @@ def process_request(
 
 
 def _warm() -> int:
-    """Run in each new worker: imports and compiles the validator before the first request."""
+    """Run in each new worker: imports and compiles the validator, and loads (building it where
+    this version is not built yet) the C number respelling, before the first request."""
+    respell_in_c()
     return os.getpid()
 
 
