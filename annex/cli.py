@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import time
@@ -407,10 +408,10 @@ def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
     started = time.perf_counter()
     # The world's present is this moment, so that what annex collects now (the inventory,
-    # telemetry, attestations pushed live) and the world's history line up in time.
-    world = build_world(
-        nodes=args.nodes, seed=args.seed, now=datetime.now(UTC).replace(microsecond=0)
-    )
+    # telemetry, attestations pushed live) and the world's history line up in time; a rerun on
+    # a warehouse that holds the demo's evidence rebuilds the same world (the same run ids, Job
+    # uids and event ids), so it collects the same evidence again and changes no figure.
+    world = build_world(nodes=args.nodes, seed=args.seed, now=_demo_world_clock(settings, args))
     # TLS, because kubectl sends a bearer token only over HTTPS.
     with SimulatedCluster(world, port=args.port, tls=True) as cluster:
         kubeconfig = cluster.write_kubeconfig(args.kubeconfig)
@@ -737,16 +738,16 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"building a simulated GPU cluster of {args.nodes} nodes (seed {args.seed})…")
     # The world's present is this moment, so that what annex collects now (the inventory,
-    # telemetry, attestations pushed live) and the world's history line up in time.
-    world = build_world(
-        nodes=args.nodes, seed=args.seed, now=datetime.now(UTC).replace(microsecond=0)
-    )
+    # telemetry, attestations pushed live) and the world's history line up in time; a rerun on
+    # a warehouse that holds the demo's evidence rebuilds the same world (the same run ids, Job
+    # uids and event ids), so it collects the same evidence again and changes no figure.
+    world = build_world(nodes=args.nodes, seed=args.seed, now=_demo_world_clock(settings, args))
     with SimulatedCluster(world, tls=True) as cluster, TelemetryServer(world) as telemetry:
         kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
         print(f"serving it at {cluster.url} (kubeconfig: {kubeconfig})")
         print(f"serving its DCGM telemetry through a Prometheus API at {telemetry.prometheus_url}")
         target = ClusterSettings(
-            name="annex-demo",
+            name=DEMO_CLUSTER,
             kubeconfig=kubeconfig,
             context="annex-demo",
             prometheus_url=telemetry.prometheus_url,
@@ -837,6 +838,43 @@ def _print_compute(settings: Settings) -> list[str]:
         table.add_row(model, flop(compute), methods or "-", energy, thresholds or "-")
     Console().print(table)
     return [row[0] for row in rows]
+
+
+DEMO_CLUSTER = "annex-demo"
+
+
+def _demo_world_clock(settings: Settings, args: argparse.Namespace) -> datetime:
+    """The simulated world's present: the one recorded in ``<out>/world.json`` by the last demo
+    of the same seed and size when the warehouse holds that demo's collections, else now (and
+    recorded for the next rerun)."""
+    import json
+
+    from warehouse import Warehouse
+
+    state = args.out / "world.json"
+    key = {"seed": args.seed, "nodes": args.nodes}
+    try:
+        recorded = json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = {}
+    if (
+        {k: recorded.get(k) for k in key} == key
+        and "now" in recorded
+        and settings.warehouse.path.exists()
+    ):
+        with Warehouse(settings.warehouse).writer() as con:
+            row = con.execute(
+                "SELECT count(*) FROM audit.collections WHERE cluster = ? AND status = 'succeeded'",
+                [DEMO_CLUSTER],
+            ).fetchone()
+        if row and row[0]:
+            print(f"rebuilding the world of the earlier demo ({state.name}: {recorded['now']})")
+            return datetime.fromisoformat(recorded["now"])
+    now = datetime.now(UTC).replace(microsecond=0)
+    partial = state.with_name(f".{state.name}.partial")
+    partial.write_text(json.dumps({**key, "now": now.isoformat()}) + "\n", encoding="utf-8")
+    os.replace(partial, state)
+    return now
 
 
 def _has_attestations(settings: Settings, cluster: str) -> bool:

@@ -23,6 +23,7 @@ A file looks like::
     eu_market_date: 2026-10-15
     base_models: []                    # registry names; for a modification
     reported_compute_flop: 3.0e24      # only for models trained outside annex's clusters
+    systemic_risk: false               # designated or notified as a GPAI model with systemic risk
     lineage: {jobs: [llama-70b.campaign], namespaces: [team-llm]}
     training: {dtype: bf16, plan: {end: 2027-06-01T00:00:00Z}}
     alerts: {enabled: true, thresholds: [gpai, systemic_risk, modification],
@@ -66,7 +67,7 @@ TOP_FIELDS = (
     "name", "provider", "contact", "code_of_practice_signatory", "versions", "parameters",
     "active_parameters", "architecture",
     "licence", "modalities", "generative", "release_date", "eu_market_date", "base_models",
-    "reported_compute_flop", "lineage", "training", "alerts", "documentation",
+    "reported_compute_flop", "systemic_risk", "lineage", "training", "alerts", "documentation",
 )  # fmt: skip
 
 DOCUMENTATION_FIELDS = {
@@ -181,6 +182,10 @@ class ModelEntry:
     """Whether the provider signed the GPAI Code of Practice (its copyright chapter)."""
     base_models: tuple[str, ...] = ()
     reported_compute_flop: float | None = None
+    systemic_risk: bool | None = None
+    """The model is a GPAI model with systemic risk (designated, or notified under Art 52): a
+    modification of it whose compute is unknown is measured against 10^25/3 FLOP, not 10^23/3
+    (Guidelines points 60-61). None: not stated."""
     lineage_jobs: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
     dtype: str = "bf16"
@@ -289,6 +294,7 @@ def parse_model(raw: Any, path: Path) -> ModelEntry:
         code_of_practice_signatory=top.take("code_of_practice_signatory", bool, None),
         base_models=top.strings("base_models", ()),
         reported_compute_flop=top.flop("reported_compute_flop"),
+        systemic_risk=top.take("systemic_risk", bool, None),
         lineage_jobs=lineage.strings("jobs", ()),
         namespaces=lineage.strings("namespaces", ()),
         dtype=training.choice("dtype", "bf16", DTYPES),
@@ -362,6 +368,7 @@ def registry_rows(registry: ModelRegistry) -> list[dict[str, Any]]:
             "eu_market_date": m.eu_market_date,
             "base_models": list(m.base_models),
             "reported_compute_flop": m.reported_compute_flop,
+            "systemic_risk": m.systemic_risk,
             "lineage_jobs": list(m.lineage_jobs),
             "namespaces": list(m.namespaces),
             "training_dtype": m.dtype,

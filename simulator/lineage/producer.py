@@ -36,9 +36,11 @@ import copy
 import gzip
 import hashlib
 import json
+import math
 import random
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -202,6 +204,10 @@ class AnnexTrainingRunRunFacet(RunFacet):
     stage: str
     modelName: str
     kubernetes: dict[str, str]
+    purpose: str | None = attr.field(default=None)
+    method: str | None = attr.field(default=None)
+    resources: dict[str, Any] | None = attr.field(default=None)
+    generation: dict[str, Any] | None = attr.field(default=None)
 
     @staticmethod
     def _get_schema() -> str:
@@ -220,6 +226,43 @@ def uuid7(moment: datetime, key: str) -> str:
     value = (millis << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b
     h = f"{value:032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+ACTIVE_PARAMETERS = {  # N of 6·N·D of the world's models (their files in simulator/models/)
+    "annex-lm-400b": 80e9,
+    "llama-70b": 70e9,
+    "mixtral-8x22b": 39e9,
+    "codegen-34b": 34e9,
+    "vit-h14": 632e6,
+    "dit-xl": 675e6,
+    "clip-l14": 428e6,
+    "whisper-large": 1.55e9,
+    "protein-fold": 650e6,
+}
+BASE_TRAINING_GPU = "NVIDIA-H100-80GB-HBM3"  # the GFD product label of the H100 SXM
+BASE_TRAINING_MFU = 0.4  # the utilisation a base pre-training run's GPU count is sized for
+
+
+def base_training_hardware(model: str, tokens: int, hours: float) -> dict[str, Any]:
+    """The hardware a base pre-training run declares (annex_trainingRun.resources): it ran
+    before the world's cluster inventory, so only its producer knows it. Sized so that 6·N·D
+    takes ``hours`` on H100s (989.4 dense bf16 TFLOP/s) at 40 % MFU, in whole nodes of 8."""
+    seconds = 6 * ACTIVE_PARAMETERS[model] * tokens / (989.4e12 * BASE_TRAINING_MFU)
+    gpus = max(8, 8 * math.ceil(seconds / (hours * 3600) / 8))
+    return {"gpuCount": gpus, "gpuProduct": BASE_TRAINING_GPU}
+
+
+def generated(model: str, kept_tokens: int) -> dict[str, Any]:
+    """What a synthetic-data generation run produced (annex_trainingRun.generation): the kept
+    samples are 30-69 % of all it generated (a filter discards the rest), fixed per model."""
+    kept_share = 0.30 + (zlib.crc32(model.encode()) % 40) / 100
+    tokens = round(kept_tokens / kept_share)
+    kept_samples = max(1, kept_tokens // 700)
+    return {
+        "tokensGenerated": tokens,
+        "samplesGenerated": round(kept_samples / kept_share),
+        "samplesKept": kept_samples,
+    }
 
 
 def run_uuid(world: World, run: TrainingRun) -> str:
@@ -411,6 +454,10 @@ class StageRun:
     outputs: tuple[OutputDataset, ...]
     parent: Parent | None
     error: str | None = None
+    purpose: str | None = None  # annex_trainingRun.purpose: ABLATION for the world's ablations
+    method: str | None = None  # annex_trainingRun.method of a FINE_TUNING run (RL for rlhf)
+    resources: dict[str, Any] | None = None  # hardware declared by a run no inventory saw
+    generation: dict[str, Any] | None = None  # all a generator produced, kept or discarded
 
 
 def _events(run: StageRun, cluster: str) -> list[RunEvent]:
@@ -435,6 +482,10 @@ def _events(run: StageRun, cluster: str) -> list[RunEvent]:
                 "namespace": run.k8s_namespace,
                 "jobName": run.job_name,
             },
+            purpose=run.purpose,
+            method=run.method,
+            resources=run.resources,
+            generation=run.generation,
             producer=PRODUCER,
         ),
         "processing_engine": processing_engine_run.ProcessingEngineRunFacet(
@@ -551,6 +602,7 @@ class _Lineage:
         inputs: Iterable[InputDataset],
         outputs: Iterable[OutputDataset],
         parent: Parent,
+        **facet_fields: Any,
     ) -> datetime:
         end = start + timedelta(hours=hours)
         self.runs.append(
@@ -566,6 +618,7 @@ class _Lineage:
                 inputs=tuple(inputs),
                 outputs=tuple(outputs),
                 parent=parent,
+                **facet_fields,
             )
         )
         return end
@@ -715,6 +768,7 @@ class _Lineage:
         base = _checkpoint(model, "base", f"base-{self._suffix()}")
         self.base[model] = base
         base_start = end + timedelta(hours=self.rng.uniform(2, 24))
+        base_hours = self.rng.uniform(24 * 20, 24 * 30)
         self.base_end[model] = self._stage(
             f"basetrain:{model}",
             namespace,
@@ -722,10 +776,11 @@ class _Lineage:
             "PRETRAINING",
             model,
             base_start,
-            self.rng.uniform(24 * 20, 24 * 30),
+            base_hours,
             [shards.read(self._usage(budget_tokens, 1.0, budget_tokens))],
             [base.written()],
             parent,
+            resources=base_training_hardware(model, budget_tokens, base_hours),
         )
 
     def _langs(self, key: str) -> list[str]:
@@ -785,6 +840,7 @@ class _Lineage:
             [self.base[teacher].read(), seed.read()],
             [synthetic.written()],
             parent,
+            generation=generated(model, tokens),
         )
         mix = [*self.catalog.fine_tuning[family]]
         weight = round(1.0 - sum(w for _, w in mix), 3)
@@ -834,6 +890,7 @@ class _Lineage:
             ],
             [_checkpoint(model, "release-v1", f"rel-{self._suffix()}").written()],
             parent,
+            method="SUPERVISED",
         )
         return instruct
 
@@ -850,6 +907,8 @@ class _Lineage:
             fraction = 0.02 if word == "ablation" else self.rng.uniform(0.3, 1.0)
             budget = int(self.pretrain_tokens[model] * fraction)
             inputs = [shards.read(self._usage(self._tokens(shards), 1.0, budget))]
+            if word != "ablation":  # continued pre-training resumes from the base checkpoint
+                inputs.insert(0, self.base[model].read())
         else:
             instruct = self._instruct(model)
             tokens = self._tokens(instruct)
@@ -881,6 +940,8 @@ class _Lineage:
                 outputs=(_checkpoint(model, run.job_name, None).written(),),
                 parent=self.parents[model],
                 error=error,
+                purpose="ABLATION" if word == "ablation" else None,
+                method={"rlhf": "RL", "sft": "SUPERVISED", "finetune": "SUPERVISED"}.get(word),
             )
         )
 

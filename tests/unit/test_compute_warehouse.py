@@ -11,9 +11,9 @@ overhead 1.5, power fraction 1.0, default MFU 0.35, margin 0.3). node-1 has H100
     Telemetry: tensor_active 0.4; GPU-a's energy counter grows 180 kJ / 10 min (300 W) and
     resets at 01:30 (driver reload); GPU-b's exporter is down in hour 1 (a missing window).
     Tokens (annex_trainingUsage) 2e11.
-  - R2 PRETRAINING, running since T0+2h: its lineage modelName is toy-lm-continued, but its
-    parent campaign is toy-lm.campaign (the registry's join key). Pod p2 holds 512 GPUs, no
-    telemetry, no tokens.
+  - R2 PRETRAINING, running since T0+2h, resuming from R1's checkpoint (continued
+    pre-training): its lineage modelName is toy-lm-continued, but its parent campaign is
+    toy-lm.campaign (the registry's join key). Pod p2 holds 512 GPUs, no telemetry, no tokens.
 * toy-lm-ft (registry: N = 1e11, base model toy-lm, job toy-lm-ft.campaign)
   - R3 FINE_TUNING, complete, T0..T0+1h: pod p3 holds 1 GPU (GPU-d), telemetry without tensor
     activity (gpu_util 0.5, power gauge 250 W, no counter); a GEMM benchmark on node-1 reached
@@ -45,6 +45,7 @@ NOW = T0 + timedelta(hours=3)
 H = 3600.0
 PEAK = 989.4e12
 TDP = 700.0
+OWN_LM = 4 * 3600.0 * 989.4e12 * 0.4 + 512 * 3600.0 * 989.4e12 * 0.35  # R1 + R2, hardware
 CONFIG = ComputeSettings(
     pue=1.2, server_overhead=1.5, power_fraction=1.0, default_mfu=0.35, disagreement_margin=0.3
 )
@@ -212,7 +213,14 @@ def insert_core(con: duckdb.DuckDBPyConnection) -> None:
         )
     con.execute(
         "INSERT INTO core.lineage_run_io (run_id, dataset_version_id, direction, first_event_id) "
-        "VALUES ('R4', 'dv-synthetic', 'OUTPUT', 'ev-R4-out')"
+        "VALUES ('R4', 'dv-synthetic', 'OUTPUT', 'ev-R4-out'), "
+        "('R1', 'dv-ckpt-1', 'OUTPUT', 'ev-R1'), ('R2', 'dv-ckpt-1', 'INPUT', 'ev-R2')"
+    )
+    # R2 resumes from R1's checkpoint: continued pre-training of toy-lm, not a new model
+    con.execute(
+        "INSERT INTO core.lineage_dataset_versions (dataset_version_id, dataset_id, namespace, "
+        "name, version, version_source, produced_by_run_id) VALUES ('dv-ckpt-1', 'ckpt', 's3://ckpt', "
+        "'toy-lm', '1', 'facet', 'R1')"
     )
     con.execute(
         "INSERT INTO core.gpu_benchmarks (cluster, record_id, ts, node, gpu_uuid, gpu_sku, "
@@ -232,7 +240,7 @@ def wh(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
         refresh_gpu_hourly(con)
         insert_core(con)
         counts = refresh_compute(con, CONFIG, registry_rows(registry()), PeakTable(), now=NOW)
-    assert counts == {"runs": 4, "models": 2, "alerts": 2}
+    assert counts == {"runs": 4, "models": 2, "alerts": 3}
     return wh
 
 
@@ -290,18 +298,29 @@ def test_telemetry_run_with_counter_reset_and_missing_window(wh: Warehouse) -> N
     close(r["architecture_flop"], architecture)
     close(r["architecture_flop_low"], architecture * 0.85)
     close(r["disagreement"], abs(hardware - architecture) / architecture)
+    close(r["methods_ratio"], hardware / architecture)
     assert r["disagreement_flagged"] is True
-    assert r["compute_method"] == "architecture"
-    close(r["compute_flop"], architecture)
+    # 6·N·D = 1.2e23 on 4 GPU-hours is above the physical maximum (4 h × 989.4 TFLOP/s =
+    # 1.42e19): an input error, a finding, and the hardware figure is of record (reference
+    # eu-ai-act.md §7 item 5)
+    close(r["physical_max_flop"], 4 * H * PEAK)
+    assert r["physical_max_source"] == "allocations" and r["above_physical_max"] is True
+    assert r["compute_method"] == "hardware"
+    assert "physical maximum" in r["compute_method_basis"]
+    close(r["compute_flop"], hardware)
     # GPU-a: 12 increments of 180 kJ (the reset at 01:30 counts its own value, 180 kJ);
     # GPU-b: 6 increments in hour 0; hour 1 is missing and filled at TDP.
     measured = 12 * 180_000 + 6 * 180_000
     assert r["measured_gpu_joules"] == measured
     filled = 1 * H * TDP * 1.0
-    close(r["energy_measured_mwh"], (measured + filled) * FACILITY / MWH)  # 0.00288
-    close(r["energy_measured_mwh"], 0.00288)
-    close(r["energy_measured_mwh_low"], (measured * 0.95 + filled * 0.6) * FACILITY / MWH)
-    close(r["energy_measured_mwh_high"], (measured * 1.05 + filled * 1.4) * FACILITY / MWH)
+    # measured: only the 3 GPU-hours telemetry saw; the total of record adds the TDP estimate
+    close(r["energy_measured_mwh"], measured * FACILITY / MWH)
+    close(r["energy_measured_mwh_low"], measured * 0.95 * FACILITY / MWH)
+    close(r["energy_mwh"], (measured + filled) * FACILITY / MWH)  # 0.00288
+    close(r["energy_mwh"], 0.00288)
+    close(r["energy_mwh_low"], (measured * 0.95 + filled * 0.6) * FACILITY / MWH)
+    close(r["energy_mwh_high"], (measured * 1.05 + filled * 1.4) * FACILITY / MWH)
+    close(r["energy_measured_share"], measured / (measured + filled))
     estimated = 4 * 0.7 * 1.0 * FACILITY / 1000  # GPU-h × kW × f × k × PUE → MWh
     close(r["energy_estimated_mwh"], estimated)
     close(r["energy_estimated_mwh"], 0.00504)
@@ -326,8 +345,10 @@ def test_running_run_without_telemetry_uses_the_default_and_has_a_rate(wh: Wareh
     assert any("no token counts" in gap for gap in r["gaps"])
     close(r["rate_flop_per_s"], 512 * PEAK * 0.35)
     filled = 512 * H * TDP
-    close(r["energy_measured_mwh"], filled * FACILITY / MWH)  # all of it filled: 0.64512
+    assert r["energy_measured_mwh"] is None and r["energy_measured_share"] == 0
+    close(r["energy_mwh"], filled * FACILITY / MWH)  # all of it estimated: 0.64512
     close(r["energy_estimated_mwh"], 0.64512)
+    assert r["energy_method"].startswith("estimated: GPU-hours × TDP")
 
 
 def test_benchmark_calibrated_run_and_generation_stage(wh: Warehouse) -> None:
@@ -353,7 +374,7 @@ def test_benchmark_calibrated_run_and_generation_stage(wh: Warehouse) -> None:
 
 def test_models_accumulate_with_base_compute(wh: Warehouse) -> None:
     (lm,) = rows(wh, "SELECT * FROM marts.model_compute WHERE model_name = 'toy-lm'")
-    own = 1.2e23 + 512 * H * PEAK * 0.35
+    own = OWN_LM
     assert lm["runs"] == 2 and lm["running_runs"] == 1
     assert lm["gpu_hours"] == 516.0
     assert lm["wall_clock_seconds"] == 3 * H  # R1 00:00-02:00 then R2 02:00-03:00
@@ -365,8 +386,10 @@ def test_models_accumulate_with_base_compute(wh: Warehouse) -> None:
     close(lm["architecture_flop"], 1.2e23)
     close(lm["cumulative_compute_flop"], own)
     assert lm["base_compute_flop"] == 0
-    close(lm["energy_measured_mwh"], 0.00288 + 0.64512)
-    assert lm["energy_measured_mwh_rounded"] == 0.648
+    close(lm["energy_measured_mwh"], (12 + 6) * 180_000 * FACILITY / MWH)
+    close(lm["energy_mwh"], 0.00288 + 0.64512)
+    assert lm["energy_mwh_rounded"] == 0.648
+    assert lm["energy_measured_share"] < 0.02 and "measured" in lm["energy_method"]
     close(lm["energy_estimated_mwh"], 0.00504 + 0.64512)
     assert lm["energy_estimated_mwh_rounded"] == 0.65
     assert "PUE 1.2" in lm["energy_measured_method"]
@@ -379,7 +402,9 @@ def test_models_accumulate_with_base_compute(wh: Warehouse) -> None:
     ]
 
     (ft,) = rows(wh, "SELECT * FROM marts.model_compute WHERE model_name = 'toy-lm-ft'")
-    ft_own = 6 * 1e11 * 1e9 + 2 * 1e11 * 5e9  # R3 architecture + R4 generation = 1.6e21
+    # R3's 6·N·D (6e20) is above its physical maximum (1 GPU-hour at peak, 3.6e18): hardware;
+    # R4's generation has no holdings: its 2·N·D = 1e21 is the only estimate
+    ft_own = 1 * H * PEAK * 0.4 + 2 * 1e11 * 5e9
     close(ft["own_compute_flop"], ft_own)
     close(ft["base_compute_flop"], own)
     close(ft["cumulative_compute_flop"], ft_own + own)
@@ -390,27 +415,32 @@ def test_thresholds_dates_and_notification_deadlines(wh: Warehouse) -> None:
         (t["model_name"], t["threshold"]): t
         for t in rows(wh, "SELECT * FROM marts.model_compute_thresholds")
     }
-    own = 1.2e23 + 512 * H * PEAK * 0.35
+    own = OWN_LM
     gpai = got[("toy-lm", "gpai")]
-    assert gpai["status"] == "crossed" and gpai["alert"] is True
-    # R1 accrues 1.2e23 linearly over 2 h: 1e23 is reached at 5/6 of it, 01:40
-    assert gpai["crossed_at"] == T0 + timedelta(minutes=100)
-    assert gpai["notification_due"] == T0 + timedelta(minutes=100, days=14)
+    # R2's 512 GPUs reach 1e23 in about 6.5 days, before the plan's end: projected, and the
+    # criterion obliges no notification (Guidelines point 17, footnote 7)
+    assert gpai["status"] == "projected" and gpai["alert"] is True
+    assert gpai["notification_due"] is None and "nothing is notified" in gpai["consequence"]
 
     systemic = got[("toy-lm", "systemic_risk")]
     assert systemic["status"] == "projected" and systemic["alert"] is True
     seconds = (1e25 - own) / (512 * PEAK * 0.35)  # about 645 days at the current rate
     expected = NOW + timedelta(seconds=seconds)
     assert abs((systemic["projected_crossing_at"] - expected).total_seconds()) < 1e-3
-    assert abs((systemic["notification_due"] - expected).total_seconds() - 14 * 86400) < 1e-3
+    # learned when the rate that projects it began: R2's start, not when annex ran
+    assert systemic["learned_at"] == T0 + timedelta(hours=2)
+    assert systemic["notification_due"] == T0 + timedelta(hours=2, days=14)
+    assert "Art 52(1)" in systemic["consequence"]
     assert got[("toy-lm", "modification")]["status"] == "not_applicable"
 
     modification = got[("toy-lm-ft", "modification")]
     close(modification["threshold_flop"], own / 3)
-    assert modification["status"] == "below" and modification["alert"] is False
+    # its own 1e21 is above a third of toy-lm's 6.4e20: a new provider; toy-lm is not a
+    # systemic-risk model, so nothing is notified
+    assert modification["status"] == "crossed" and modification["alert"] is True
+    assert modification["notification_due"] is None
     ft_gpai = got[("toy-lm-ft", "gpai")]
-    # crossed through its base's compute, which is above 1e23 from the start of its own runs
-    assert ft_gpai["status"] == "crossed" and ft_gpai["crossed_at"] == T0
+    assert ft_gpai["status"] == "below" and ft_gpai["notification_due"] is None
     assert ft_gpai["alert_enabled"] is False and ft_gpai["alert"] is False
 
 
@@ -422,10 +452,11 @@ def test_alerts_are_recorded_once_per_model_threshold_and_day(wh: Warehouse) -> 
     assert [(a["model_name"], a["threshold"]) for a in first] == [
         ("toy-lm", "gpai"),
         ("toy-lm", "systemic_risk"),
+        ("toy-lm-ft", "modification"),
     ]
     assert again == []
-    assert len(next_day) == 2
-    assert rows(wh, "SELECT count(*) AS n FROM audit.compute_alerts") == [{"n": 4}]
+    assert len(next_day) == 3
+    assert rows(wh, "SELECT count(*) AS n FROM audit.compute_alerts") == [{"n": 6}]
 
 
 def test_refresh_is_idempotent_and_records_its_config(wh: Warehouse) -> None:
@@ -443,7 +474,7 @@ def test_a_running_runs_token_plan_projects_a_threshold_from_when_it_was_learned
 ) -> None:
     """A running run whose START facets plan 6 × 1e11 × 2e13 = 1.2e25 FLOP: not compute done
     (no holdings yet), but the plan meets 10^25, so the notification is due two weeks after
-    annex first learned it, and stays so on later refreshes."""
+    the provider learned it (the plan's recorded time, Art 52(1)), on every refresh."""
     wh = Warehouse(WarehouseSettings(path=tmp_path / "p.duckdb", lock_timeout_seconds=5))
     model = parse_model(
         {
@@ -482,6 +513,7 @@ def test_a_running_runs_token_plan_projects_a_threshold_from_when_it_was_learned
     systemic = got["systemic_risk"]
     assert systemic["status"] == "projected"
     assert systemic["projection_basis"] == "planned_tokens"
-    assert systemic["learned_at"] == NOW  # first recorded at NOW, not the later refresh
-    assert systemic["notification_due"] == NOW + timedelta(days=14)
-    assert got["gpai"]["status"] == "projected"
+    # learned when the plan was recorded (P1's START), not when annex first ran
+    assert systemic["learned_at"] == T0
+    assert systemic["notification_due"] == T0 + timedelta(days=14)
+    assert got["gpai"]["status"] == "projected" and got["gpai"]["notification_due"] is None

@@ -1,7 +1,7 @@
 """Training compute, time and energy per run and model, and the Article 51 thresholds.
 
 ``refresh_compute(con, config, registry_rows, catalogue)`` rebuilds, in one transaction (or the
-caller's), ``core.model_registry`` and the ``marts`` tables of migration 0008:
+caller's), ``core.model_registry`` and the ``marts`` tables of migrations 0008 and 0018:
 
 1. SQL gathers the evidence per training run (lineage runs of stage PRETRAINING, FINE_TUNING or
    SYNTHETIC_GENERATION, attributed to a model by the registry's lineage job names or by their
@@ -44,7 +44,9 @@ TERMINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
 COUNTED_STAGES = ("PRETRAINING", "FINE_TUNING", "SYNTHETIC_GENERATION")
 _TEMP_TABLES = (
     "cmp_runs",
+    "cmp_checkpoint_reads",
     "cmp_alloc",
+    "cmp_claims",
     "cmp_tel_days",
     "cmp_tel",
     "cmp_evidence",
@@ -84,7 +86,19 @@ class _Group:
     utilisation_source: str = "assumed_default"
     hardware: f.Band | None = None
     energy_measured: f.Band | None = None
+    """Measured energy (facility) over the GPU-hours telemetry saw; None where it saw none."""
+    energy_unmeasured: f.Band | None = None
+    """TDP-based estimate for the GPU-hours telemetry did not see."""
     energy_estimated: f.Band | None = None
+    """TDP-based estimate over all its GPU-hours (the comparator of the measured part)."""
+    declared: bool = False
+    """Hardware the run's producer declared (annex_trainingRun.resources), not observed."""
+
+    @property
+    def physical_max_flop(self) -> float | None:
+        if self.peak_tflops is None:
+            return None
+        return f.physical_max_flop(self.gpu_seconds, self.peak_tflops)
 
 
 def refresh_compute(
@@ -103,12 +117,15 @@ def refresh_compute(
             _gather(con, now)
             runs, groups = _runs(con, config, catalogue, now)
             models = _models(con, config, runs, now)
-            thresholds = _thresholds(con, models, runs, now)
+            thresholds = _thresholds(models, runs, now)
+            claims = {c["run_id"]: c for c in _dicts(con, "SELECT * FROM cmp_claims")}
             for table, rows in (
                 ("marts.training_run_compute", list(runs.values())),
                 ("marts.training_run_gpus", groups),
                 ("marts.model_compute", list(models.values())),
                 ("marts.model_compute_thresholds", thresholds),
+                ("marts.model_compute_stages", _stages(runs)),
+                ("marts.compute_findings", _findings(runs, claims)),
             ):
                 _replace(con, table, rows, now)
             alerts = sum(1 for t in thresholds if t["alert"])
@@ -175,10 +192,32 @@ SELECT
     runs.kubernetes_cluster,
     runs.kubernetes_namespace,
     runs.kubernetes_job_name,
-    runs.state_event_id
+    runs.state_event_id,
+    coalesce(f.facet ->> '$.purpose', 'PRODUCTION') AS purpose,
+    f.facet ->> '$.method' AS method,
+    TRY_CAST(f.facet ->> '$.resources.gpuCount' AS BIGINT) AS declared_gpus,
+    f.facet ->> '$.resources.gpuProduct' AS declared_gpu_product,
+    TRY_CAST(f.facet ->> '$.generation.tokensGenerated' AS DOUBLE) AS tokens_generated
 FROM runs
 LEFT JOIN matched AS m ON m.run_id = runs.run_id
+LEFT JOIN core.lineage_current_facets AS f
+    ON f.entity_kind = 'run' AND f.run_id = runs.run_id AND f.facet_name = 'annex_trainingRun'
 WHERE coalesce(m.registry_model, runs.model_name) IS NOT NULL
+"""
+
+# Runs that read a checkpoint an earlier training run of the same model wrote (any version of
+# the same dataset): a PRETRAINING run among them continues the model's pre-training; one that
+# reads none starts from scratch.
+_CHECKPOINT_READS = """
+CREATE OR REPLACE TEMP TABLE cmp_checkpoint_reads AS
+SELECT DISTINCT r.run_id
+FROM cmp_runs AS r
+JOIN core.lineage_run_io AS i ON i.run_id = r.run_id AND i.direction = 'INPUT'
+JOIN core.lineage_dataset_versions AS vi ON vi.dataset_version_id = i.dataset_version_id
+JOIN core.lineage_dataset_versions AS vo ON vo.dataset_id = vi.dataset_id
+JOIN cmp_runs AS w
+    ON w.run_id = vo.produced_by_run_id AND w.run_id <> r.run_id
+    AND w.model_name = r.model_name AND w.stage IN ('PRETRAINING', 'FINE_TUNING')
 """
 
 _ALLOC = """
@@ -209,6 +248,43 @@ JOIN core.gpu_allocation_history AS a
     AND a.job_name = r.kubernetes_job_name
 LEFT JOIN products AS p ON p.cluster = a.cluster AND p.node_name = a.node_name
 WHERE a.resource_name = 'nvidia.com/gpu' AND a.category = 'workload' AND a.valid_from < $now
+"""
+
+# One claim per Kubernetes Job: when several lineage runs name the same (cluster, namespace,
+# Job), its GPU-hours go to the run whose lineage span overlaps the Job's allocations most (then
+# the earliest start, then the smallest run id: the same choice whatever order the evidence came
+# in); the others lose its holdings and are not counted (marts.compute_findings names both).
+_CLAIMS = """
+CREATE OR REPLACE TEMP TABLE cmp_claims AS
+WITH spans AS (
+    SELECT a.run_id, a.cluster, a.namespace, r.kubernetes_job_name AS job_name,
+           min(a.valid_from) AS first_at, max(a.valid_to) AS last_at,
+           any_value(r.started_at) AS started_at, any_value(r.ended_at) AS ended_at
+    FROM cmp_alloc AS a
+    JOIN cmp_runs AS r USING (run_id)
+    GROUP BY a.run_id, a.cluster, a.namespace, r.kubernetes_job_name
+),
+scored AS (
+    SELECT *,
+           greatest(0, epoch(least(last_at, coalesce(ended_at, $now)))
+                       - epoch(greatest(first_at, coalesce(started_at, first_at)))) AS overlap
+    FROM spans
+),
+ranked AS (
+    SELECT *,
+           count(*) OVER job AS claims,
+           row_number() OVER (job ORDER BY overlap DESC, started_at NULLS LAST, run_id) AS rank,
+           first_value(run_id) OVER (job ORDER BY overlap DESC, started_at NULLS LAST, run_id)
+               AS kept_run_id
+    FROM scored
+    WINDOW job AS (PARTITION BY cluster, namespace, job_name)
+)
+SELECT r.run_id, r.kept_run_id, r.cluster, r.namespace, r.job_name,
+       (SELECT arg_max(j.job_uid, j.first_seen_at) FROM core.jobs AS j
+        WHERE j.cluster = r.cluster AND j.namespace = r.namespace AND j.job_name = r.job_name)
+           AS job_uid
+FROM ranked AS r
+WHERE r.claims > 1 AND r.rank > 1
 """
 
 # The telemetry of a holding: the pod-node-days of marts.gpu_pod_daily (migration 0011, about
@@ -362,7 +438,10 @@ GROUP BY r.run_id
 
 def _gather(con: duckdb.DuckDBPyConnection, now: datetime) -> None:
     con.execute(_RUNS)
+    con.execute(_CHECKPOINT_READS)
     con.execute(_ALLOC, {"now": now})
+    con.execute(_CLAIMS, {"now": now})
+    con.execute("DELETE FROM cmp_alloc WHERE run_id IN (SELECT run_id FROM cmp_claims)")
     con.execute(_TELEMETRY_DAYS)
     edges = con.execute("SELECT min(day), max(day) FROM cmp_tel_days WHERE NOT counted").fetchone()
     if edges is not None and edges[0] is not None:
@@ -417,11 +496,37 @@ def _runs(
     by_run: dict[str, list[dict]] = defaultdict(list)
     for row in alloc:
         by_run[row["run_id"]].append(row)
+    skus: dict[str, str | None] = {}
+
+    def sku_of(product: str) -> str | None:
+        if product not in skus:
+            skus[product] = catalogue.sku_for(None if product == "unknown" else product)
+        return skus[product]
+
+    def peak_of(sku: str | None, dtype: str) -> tuple[float | None, float | None]:
+        if sku is None:
+            return None, None
+        tflops, tdp = reference.get((sku, dtype), (None, None))
+        if tflops is None or tdp is None:
+            built_in = catalogue.peak(sku, dtype)
+            tflops, tdp = tflops or built_in[0], tdp or built_in[1]
+        return tflops, tdp
+
+    # the GPU model most GPU-hours ran on: the reference of an energy estimated from compute
+    seconds_by_product: dict[str, float] = defaultdict(float)
+    for row in alloc:
+        seconds_by_product[row["gpu_product"]] += row["gpu_seconds"]
+    reference_product = max(
+        (p for p in seconds_by_product if sku_of(p)),
+        key=lambda p: (seconds_by_product[p], p),
+        default=None,
+    )
+    run_rows = _dicts(con, "SELECT * FROM cmp_runs ORDER BY run_id")
+    lifecycles = _lifecycles(con, run_rows)
 
     runs: dict[str, dict[str, Any]] = {}
     group_rows: list[dict[str, Any]] = []
-    skus: dict[str, str | None] = {}
-    for run in _dicts(con, "SELECT * FROM cmp_runs ORDER BY run_id"):
+    for run in run_rows:
         reg = registry.get(run["model_name"])
         dtype = reg["training_dtype"] if reg else "bf16"
         gaps: list[str] = []
@@ -431,13 +536,8 @@ def _runs(
         benchmark_ids: set[str] = set()
         for holding in by_run.get(run["run_id"], []):
             product = holding["gpu_product"]
-            if product not in skus:
-                skus[product] = catalogue.sku_for(None if product == "unknown" else product)
-            sku = skus[product]
-            tflops, tdp = reference.get((sku, dtype), (None, None)) if sku else (None, None)
-            if sku and (tflops is None or tdp is None):
-                built_in = catalogue.peak(sku, dtype)
-                tflops, tdp = tflops or built_in[0], tdp or built_in[1]
+            sku = sku_of(product)
+            tflops, tdp = peak_of(sku, dtype)
             g = _Group(product, sku, holding["gpu_seconds"], holding["open_gpus"], tflops, tdp)
             t = tel.get((run["run_id"], product))
             if t:
@@ -461,10 +561,32 @@ def _runs(
                 benchmark_ids.update(g.benchmark_ids)
             groups.append(g)
             group_rows.append(_group_row(run, g))
-        token_row = tokens.get(run["run_id"])
+        claim = lifecycles.claims.get(run["run_id"])
+        if not groups and claim is None and run["declared_gpus"] and run["started_at"]:
+            # a run the inventory never saw: the hardware its producer declared
+            product = run["declared_gpu_product"] or "unknown"
+            tflops, tdp = peak_of(sku_of(product), dtype)
+            span = ((run["ended_at"] or now) - run["started_at"]).total_seconds()
+            g = _Group(
+                product,
+                sku_of(product),
+                run["declared_gpus"] * max(0.0, span),
+                run["declared_gpus"] if run["running"] else 0,
+                tflops,
+                tdp,
+                declared=True,
+            )
+            _apply(g, config, gaps)
+            groups.append(g)
+            gaps.append(
+                f"not observed by the inventory: {run['declared_gpus']} × {product} declared by "
+                "its producer over its lineage span (hardware method at the assumed utilisation)"
+            )
+        reference_peak = peak_of(sku_of(reference_product), dtype) if reference_product else None
         runs[run["run_id"]] = _run_row(
-            run, reg, registry, groups, by_run.get(run["run_id"], []), token_row, config, now,
-            gaps, sorted(benchmark_ids),
+            run, reg, registry, groups, by_run.get(run["run_id"], []), tokens.get(run["run_id"]),
+            config, now, gaps, sorted(benchmark_ids), lifecycles,
+            (reference_product, *reference_peak) if reference_peak else None,
         )  # fmt: skip
     return runs, group_rows
 
@@ -487,27 +609,21 @@ def _apply(g: _Group, config: ComputeSettings, gaps: list[str]) -> None:
         flop = f.hardware_flop(g.gpu_seconds, g.peak_tflops, g.utilisation)
         g.hardware = f.hardware_band(flop, g.utilisation_source, coverage)
     uncovered_hours = max(0.0, hours - g.energy_gpu_hours)
-    if hours and uncovered_hours > 1e-9:
-        gaps.append(
-            f"{uncovered_hours:.2f} of {hours:.2f} GPU-hours on {g.gpu_product} without DCGM "
-            "energy or power: filled at TDP"
+    facility = config.server_overhead * config.pue
+    if g.energy_gpu_hours > 0:
+        g.energy_measured = f.Band.relative(
+            g.measured_gpu_joules * facility / f.JOULES_PER_MWH, f.MEASURED_POWER_BAND
         )
     if g.tdp_watts is None:
-        gaps.append(f"no TDP for {g.gpu_product}: no estimated energy, gaps not filled")
-        if g.energy_gpu_hours <= 0:
-            return  # nothing measured, nothing to fill with: unknown, not zero
-        g.energy_measured = f.Band.relative(
-            g.measured_gpu_joules * config.server_overhead * config.pue / f.JOULES_PER_MWH,
-            f.MEASURED_POWER_BAND,
-        )
+        gaps.append(f"no TDP for {g.gpu_product}: no energy estimate for its unmeasured GPU-hours")
         return
-    g.energy_measured = f.measured_energy(
-        g.measured_gpu_joules,
-        uncovered_hours * 3600,
-        g.tdp_watts,
-        config.power_fraction,
-        config.server_overhead,
-        config.pue,
+    if hours and uncovered_hours > 1e-9 and not g.declared:
+        gaps.append(
+            f"{uncovered_hours:.2f} of {hours:.2f} GPU-hours on {g.gpu_product} without DCGM "
+            "energy or power: estimated at TDP"
+        )
+    g.energy_unmeasured = f.estimated_energy(
+        uncovered_hours, g.tdp_watts, config.power_fraction, config.server_overhead, config.pue
     )
     g.energy_estimated = f.estimated_energy(
         hours, g.tdp_watts, config.power_fraction, config.server_overhead, config.pue
@@ -554,6 +670,80 @@ def _sum(bands: Sequence[f.Band | None]) -> f.Band | None:
     return total
 
 
+@dataclass(frozen=True)
+class _Lifecycles:
+    """Which runs count toward their model's compute (the Guidelines' lifecycle rules)."""
+
+    checkpoint_reads: frozenset[str]
+    """Runs that read a checkpoint an earlier training run of their model wrote."""
+    starts: Mapping[str, str]
+    """Model -> the run that starts its lifecycle: its first from-scratch production
+    pre-training run (by start, then run id)."""
+    claims: Mapping[str, Mapping[str, Any]]
+    """Run -> the Job claim it lost (cmp_claims): another run holds its Job's GPU-hours."""
+
+    def stage(self, run: Mapping[str, Any]) -> str:
+        if run["stage"] == "SYNTHETIC_GENERATION":
+            return "synthetic_data_generation"
+        if run["stage"] == "FINE_TUNING":
+            return "reinforcement_learning" if run["method"] == "RL" else "fine_tuning"
+        if run["run_id"] in self.checkpoint_reads:
+            return "continued_pretraining"
+        return "pretraining"
+
+    def exclusion(self, run: Mapping[str, Any]) -> tuple[str, str] | None:
+        """(exclusion, basis) of a run that does not count, else None."""
+        claim = self.claims.get(run["run_id"])
+        if claim is not None:
+            return (
+                "job_claimed",
+                f"its Kubernetes Job {claim['namespace']}/{claim['job_name']} is claimed by run "
+                f"{claim['kept_run_id']}: a GPU-hour is counted once, so this run is listed, "
+                "not counted",
+            )
+        if run["purpose"] != "PRODUCTION":
+            return (
+                "exploratory",
+                f"{_PURPOSES.get(run['purpose'], run['purpose'].lower())}: it does not feed the "
+                "final weights, so it need not be counted (Guidelines para ~122); listed here",
+            )
+        if self.stage(run) == "pretraining" and self.starts.get(run["model_name"]) != run["run_id"]:
+            return (
+                "new_pretraining",
+                "a second from-scratch pre-training run (it reads none of the model's "
+                "checkpoints): a new large pre-training run starts a new model (Guidelines para "
+                "~23); register it as its own model",
+            )
+        return None
+
+
+_PURPOSES = {
+    "ABLATION": "an ablation run",
+    "EXPLORATORY": "an exploratory run",
+    "HYPERPARAMETER_SEARCH": "a hyperparameter-search run",
+}
+
+
+def _lifecycles(
+    con: duckdb.DuckDBPyConnection, run_rows: Sequence[Mapping[str, Any]]
+) -> _Lifecycles:
+    reads = frozenset(
+        r for (r,) in con.execute("SELECT run_id FROM cmp_checkpoint_reads").fetchall()
+    )
+    claims = {c["run_id"]: c for c in _dicts(con, "SELECT * FROM cmp_claims")}
+    starts: dict[str, str] = {}
+    ordered = sorted(run_rows, key=lambda r: (r["started_at"] or datetime.max, r["run_id"]))
+    for run in ordered:
+        if (
+            run["stage"] == "PRETRAINING"
+            and run["purpose"] == "PRODUCTION"
+            and run["run_id"] not in reads
+            and run["run_id"] not in claims
+        ):
+            starts.setdefault(run["model_name"], run["run_id"])
+    return _Lifecycles(reads, starts, claims)
+
+
 def _run_row(
     run: Mapping[str, Any],
     reg: Mapping[str, Any] | None,
@@ -565,9 +755,12 @@ def _run_row(
     now: datetime,
     gaps: list[str],
     benchmark_ids: list[str],
+    lifecycles: _Lifecycles,
+    reference: tuple[str, float | None, float | None] | None,
 ) -> dict[str, Any]:
-    gpu_seconds = sum(g.gpu_seconds for g in groups)
-    hours = f.gpu_hours(gpu_seconds) if groups else None
+    observed = [g for g in groups if not g.declared]
+    gpu_seconds = sum(g.gpu_seconds for g in observed)
+    hours = f.gpu_hours(gpu_seconds) if observed else None
     inferred = sum(h["inferred_gpu_seconds"] for h in holdings)
     if inferred > 0:
         gaps.append(
@@ -576,8 +769,8 @@ def _run_row(
         )
     if not groups:
         gaps.append(
-            "no GPU holdings for its Kubernetes Job in the inventory: no hardware-based compute "
-            "or energy"
+            "no GPU holdings for its Kubernetes Job in the inventory and no declared hardware: "
+            "no hardware-based compute or physical maximum"
         )
     if holdings:
         first = min(h["first_at"] for h in holdings)
@@ -589,17 +782,29 @@ def _run_row(
     else:
         first = last = None
         wall, wall_source = None, None
-    telemetry_hours = sum(g.telemetry_gpu_hours for g in groups)
-    energy_hours = sum(g.energy_gpu_hours for g in groups)
+    telemetry_hours = sum(g.telemetry_gpu_hours for g in observed)
+    energy_hours = sum(g.energy_gpu_hours for g in observed)
     sources = {g.utilisation_source for g in groups}
     hardware = _sum([g.hardware for g in groups])
+    maxima = [g.physical_max_flop for g in groups]
+    physical_max = sum(maxima) if maxima and None not in maxima else None  # type: ignore[arg-type]
     # architecture: N of the trained model, of the generator for generation stages
     generator = run["stage"] in f.GENERATION_STAGES
     param_reg = registry.get(run["lineage_model_name"]) if generator else reg
-    parameters = None
+    parameters = total_parameters = None
     if param_reg is not None:
         parameters = param_reg["active_parameters"] or param_reg["parameters"]
+        total_parameters = param_reg["parameters"]
     token_count = token_row["tokens"] if token_row else None
+    if generator:
+        if run["tokens_generated"] is not None:
+            token_count = run["tokens_generated"]
+        elif token_count:
+            gaps.append(
+                "the generator's facets give only the kept samples' tokens (no "
+                "annex_trainingRun.generation.tokensGenerated): the compute of the discarded "
+                "samples, which counts too (Guidelines para ~119), is missing: a lower bound"
+            )
     architecture = None
     if parameters is None:
         whose = run["lineage_model_name"] if generator else run["model_name"]
@@ -612,13 +817,22 @@ def _run_row(
         )
     margin = (reg or {}).get("disagreement_margin") or config.disagreement_margin
     # a running run's hardware figure is compute so far, its architecture figure the plan
-    gap = None
+    gap = ratio = None
     if not run["running"]:
         gap = f.disagreement(
             hardware.value if hardware else None, architecture.value if architecture else None
         )
+        if hardware is not None and architecture is not None and architecture.value > 0:
+            ratio = hardware.value / architecture.value
+    above = (
+        architecture is not None
+        and physical_max is not None
+        and architecture.value > physical_max * (1 + 1e-9)
+    )
     # A running run's token counts come from its START facets: a plan, not compute done yet.
-    record = f.compute_of_record(hardware, None if run["running"] else architecture)
+    done_architecture = None if run["running"] or above else architecture
+    record = f.compute_of_record(hardware, done_architecture)
+    basis = _method_basis(run, hardware, architecture, record, above, ratio, gap, margin)
     planned_remaining = None
     if run["running"] and architecture is not None:
         done = record[0].value if record else 0.0
@@ -635,6 +849,11 @@ def _run_row(
             for g in groups
             if g.peak_tflops is not None
         )
+    energy, energy_method = _run_energy(groups, record, reference, config)
+    if energy is None:
+        gaps.append("no basis for an energy figure (no GPU-hours, no GPU model, no compute)")
+    measured = _sum([g.energy_measured for g in groups])
+    exclusion = lifecycles.exclusion(run)
     event_ids = sorted({run["state_event_id"], *(token_row["event_ids"] if token_row else [])})
     return {
         "run_id": run["run_id"],
@@ -642,6 +861,11 @@ def _run_row(
         "attributed_by": run["attributed_by"],
         "lineage_model_name": run["lineage_model_name"],
         "stage": run["stage"],
+        "lifecycle_stage": lifecycles.stage(run),
+        "purpose": run["purpose"],
+        "counted": exclusion is None,
+        "exclusion": exclusion[0] if exclusion else None,
+        "exclusion_basis": exclusion[1] if exclusion else None,
         "state": run["state"],
         "running": run["running"],
         "started_at": run["started_at"],
@@ -655,14 +879,16 @@ def _run_row(
         "gpus": sum(h["gpus"] for h in holdings),
         "open_gpus": sum(g.open_gpus for g in groups),
         "gpu_hours": hours,
+        "declared_gpus": run["declared_gpus"],
+        "declared_gpu_product": run["declared_gpu_product"],
         "first_allocation_at": min(h["first_at"] for h in holdings) if holdings else None,
         "last_allocation_at": max(h["last_at"] for h in holdings) if holdings else None,
         "wall_clock_seconds": wall,
         "wall_clock_source": wall_source,
         "hardware_days": f.hardware_days(hours) if hours is not None else None,
         "utilisation": (
-            sum(g.utilisation * g.gpu_seconds for g in groups) / gpu_seconds
-            if gpu_seconds
+            sum(g.utilisation * g.gpu_seconds for g in groups) / sum(g.gpu_seconds for g in groups)
+            if sum(g.gpu_seconds for g in groups)
             else None
         ),
         "utilisation_source": (sources.pop() if len(sources) == 1 else "mixed")
@@ -671,20 +897,37 @@ def _run_row(
         "telemetry_coverage": min(1.0, telemetry_hours / hours) if hours else None,
         **_band("hardware_flop", hardware),
         "parameters": parameters,
+        "total_parameters": total_parameters,
         "tokens": token_count,
         "flop_per_parameter_token": (
             f.GENERATION_MULTIPLIER if generator else f.TRAINING_MULTIPLIER
         ),
         **_band("architecture_flop", architecture),
+        "physical_max_flop": physical_max,
+        "physical_max_source": (
+            None
+            if physical_max is None
+            else ("declared" if any(g.declared for g in groups) else "allocations")
+        ),
+        "above_physical_max": above,
         "disagreement": gap,
+        "methods_ratio": ratio,
         "disagreement_margin": margin,
         "disagreement_flagged": gap > margin if gap is not None else None,
         **_band("compute_flop", record[0] if record else None),
         "compute_method": record[1] if record else None,
-        "measured_gpu_joules": sum(g.measured_gpu_joules for g in groups) if groups else None,
+        "compute_method_basis": basis,
+        "measured_gpu_joules": sum(g.measured_gpu_joules for g in observed) if observed else None,
         "energy_coverage": min(1.0, energy_hours / hours) if hours else None,
-        **_band("energy_measured_mwh", _sum([g.energy_measured for g in groups])),
-        **_band("energy_estimated_mwh", _sum([g.energy_estimated for g in groups])),
+        **_band("energy_measured_mwh", measured),
+        **_band("energy_estimated_mwh", _sum([g.energy_estimated for g in observed])),
+        **_band("energy_mwh", energy),
+        "energy_measured_share": (
+            (measured.value / energy.value if measured else 0.0)
+            if energy is not None and energy.value > 0
+            else None
+        ),
+        "energy_method": energy_method,
         "rate_flop_per_s": rate,
         "planned_remaining_flop": planned_remaining,
         "gaps": gaps,
@@ -693,6 +936,75 @@ def _run_row(
         # for the model roll-up, not stored
         "_span": (first, last) if first is not None else None,
     }
+
+
+def _method_basis(
+    run: Mapping[str, Any],
+    hardware: f.Band | None,
+    architecture: f.Band | None,
+    record: tuple[f.Band, str] | None,
+    above: bool,
+    ratio: float | None,
+    gap: float | None,
+    margin: float,
+) -> str | None:
+    """Why the compute of record is the figure it is, in words."""
+    if record is None:
+        return None
+    if above:
+        return (
+            "hardware: the architecture-based figure exceeds the run's physical maximum (its "
+            "GPU-seconds at dense peak), an error in its inputs (parameters, tokens or the "
+            "run-to-Job link)"
+        )
+    if run["running"]:
+        return "hardware: running, so the compute done so far (its token counts are a plan)"
+    if hardware is None or architecture is None:
+        return f"{record[1]}: the only estimate the evidence allows"
+    agreement = "agree within" if gap is not None and gap <= margin else "differ beyond"
+    return (
+        f"{record[1]}: the larger of the two; they {agreement} the {margin:.0%} margin "
+        f"(hardware / architecture = {ratio:.2g})"
+    )
+
+
+def _run_energy(
+    groups: Sequence[_Group],
+    record: tuple[f.Band, str] | None,
+    reference: tuple[str, float | None, float | None] | None,
+    config: ComputeSettings,
+) -> tuple[f.Band | None, str | None]:
+    """The run's energy of record and how it was obtained: measured where telemetry saw the
+    GPU-hours, TDP-based for the rest; without GPU-hours, from the compute of record at the
+    assumed utilisation on the reference GPU (Annex XI 2(e) allows an estimate from compute)."""
+    factors = (
+        f"TDP × {config.power_fraction:g} × server overhead {config.server_overhead:g} × "
+        f"PUE {config.pue:g}"
+    )
+    if groups:
+        parts = [g.energy_measured for g in groups] + [g.energy_unmeasured for g in groups]
+        total = _sum(parts)
+        measured = any(g.energy_measured for g in groups)
+        if total is None:
+            return None, None
+        if any(g.declared for g in groups):
+            return total, f"estimated: declared GPU-hours × {factors}"
+        if not measured:
+            return total, f"estimated: GPU-hours × {factors} (no telemetry)"
+        return total, (
+            "measured: integrated DCGM energy × server overhead × PUE where telemetry saw the "
+            f"GPU-hours; estimated for the rest: GPU-hours × {factors}"
+        )
+    if record is None or reference is None or reference[1] is None or reference[2] is None:
+        return None, None
+    product, tflops, tdp = reference
+    gpu_seconds = record[0].value / (tflops * 1e12 * config.default_mfu)
+    joules = gpu_seconds * tdp * config.power_fraction * config.server_overhead * config.pue
+    band = f.Band.relative(joules / f.JOULES_PER_MWH, f.ESTIMATED_ENERGY_BAND)
+    return band, (
+        f"estimated from compute: compute ÷ ({product} dense peak × assumed utilisation "
+        f"{config.default_mfu:g}) × {factors}"
+    )
 
 
 # -- per model -----------------------------------------------------------------------------
@@ -706,9 +1018,10 @@ def _models(
 ) -> dict[str, dict[str, Any]]:
     registry = {r["model_name"]: r for r in _dicts(con, "SELECT * FROM core.model_registry")}
     by_model: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    excluded: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for run in runs.values():
-        by_model[run["model_name"]].append(run)
-    names = sorted(set(by_model) | set(registry))
+        (by_model if run["counted"] else excluded)[run["model_name"]].append(run)
+    names = sorted(set(by_model) | set(excluded) | set(registry))
     own: dict[str, f.Band | None] = {
         name: _sum([_run_band(r, "compute_flop") for r in by_model.get(name, [])]) for name in names
     }
@@ -752,13 +1065,9 @@ def _models(
             [_run_band(r, "architecture_flop") for r in model_runs if not r["running"]]
         )
         both = [r for r in model_runs if r["disagreement"] is not None]
-        gap = (
-            f.disagreement(
-                sum(r["hardware_flop"] for r in both), sum(r["architecture_flop"] for r in both)
-            )
-            if both
-            else None
-        )
+        both_hardware = sum(r["hardware_flop"] for r in both)
+        both_architecture = sum(r["architecture_flop"] for r in both)
+        gap = f.disagreement(both_hardware, both_architecture) if both else None
         margin = (reg or {}).get("disagreement_margin") or config.disagreement_margin
         hours = sum(r["gpu_hours"] or 0.0 for r in model_runs)
         energy_hours = sum(
@@ -766,19 +1075,31 @@ def _models(
         )
         measured = _sum([_run_band(r, "energy_measured_mwh") for r in model_runs])
         estimated = _sum([_run_band(r, "energy_estimated_mwh") for r in model_runs])
+        energy = _sum([_run_band(r, "energy_mwh") for r in model_runs])
+        if any(r["energy_mwh"] is None for r in model_runs):
+            gaps.append("a counted run has no energy figure: energy_mwh is a lower bound")
+        maxima = [r["physical_max_flop"] for r in model_runs]
         spans = [r["_span"] for r in model_runs if r["_span"]]
         wall = f.union_seconds(spans) if spans else None
         rate = sum(r["rate_flop_per_s"] for r in model_runs)
         plan_end = reg["plan_end"] if reg else None
         coverage = energy_hours / hours if hours else None
+        share = (
+            (measured.value / energy.value if measured else 0.0)
+            if energy is not None and energy.value > 0
+            else None
+        )
         models[name] = {
             "model_name": name,
             "in_registry": reg is not None,
             "provider": reg["provider"] if reg else None,
             "parameters": reg["parameters"] if reg else None,
+            "active_parameters": reg["active_parameters"] if reg else None,
             "base_models": list(reg["base_models"] or []) if reg else [],
             "runs": len(model_runs),
             "running_runs": sum(1 for r in model_runs if r["running"]),
+            "excluded_runs": len(excluded.get(name, [])),
+            "excluded_run_ids": sorted(r["run_id"] for r in excluded.get(name, [])),
             "stages": sorted({r["stage"] for r in model_runs}),
             "gpu_hours": hours,
             "wall_clock_seconds": wall,
@@ -789,7 +1110,9 @@ def _models(
             **_band("architecture_flop", architecture),
             "disagreement": gap,
             "disagreement_flagged": gap > margin if gap is not None else None,
+            "methods_ratio": both_hardware / both_architecture if both_architecture else None,
             **_band("own_compute_flop", own_band),
+            "physical_max_flop": sum(maxima) if maxima and None not in maxima else None,
             "base_compute_flop": base,
             **_band("cumulative_compute_flop", cumulative_band),
             "compute_methods": sorted(
@@ -797,6 +1120,10 @@ def _models(
             ),
             "measured_gpu_joules": sum(r["measured_gpu_joules"] or 0.0 for r in model_runs),
             "energy_coverage": coverage,
+            **_band("energy_mwh", energy),
+            "energy_mwh_rounded": f.round_significant(energy.value) if energy else None,
+            "energy_measured_share": share,
+            "energy_method": _energy_method(share, config) if energy is not None else None,
             **_band("energy_measured_mwh", measured),
             "energy_measured_mwh_rounded": f.round_significant(measured.value)
             if measured
@@ -845,8 +1172,8 @@ def _measured_method(coverage: float | None, config: ComputeSettings) -> str:
     share = f"{100 * (coverage or 0):.0f} %"
     return (
         f"DCGM energy counters (power gauge where no counter), integrated per GPU-hour, on {share}"
-        f" of GPU-hours; the rest at TDP × {config.power_fraction:g}; × server overhead "
-        f"{config.server_overhead:g} × PUE {config.pue:g}"
+        f" of GPU-hours (only those); × server overhead {config.server_overhead:g} × PUE "
+        f"{config.pue:g}"
     )
 
 
@@ -857,59 +1184,255 @@ def _estimated_method(config: ComputeSettings) -> str:
     )
 
 
+def _energy_method(share: float | None, config: ComputeSettings) -> str:
+    return (
+        f"measured (integrated DCGM energy) for {100 * (share or 0):.0f} % of the total; the "
+        f"rest estimated (GPU-hours × TDP × {config.power_fraction:g} × server overhead "
+        f"{config.server_overhead:g} × PUE {config.pue:g}, or from compute at the assumed "
+        f"utilisation {config.default_mfu:g} where GPU-hours are unknown, Annex XI 2(e))"
+    )
+
+
+STAGE_ORDER = (
+    "pretraining",
+    "continued_pretraining",
+    "fine_tuning",
+    "reinforcement_learning",
+    "synthetic_data_generation",
+)
+
+
+def _stages(runs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per model and lifecycle stage, over the counted runs: both methods and the record."""
+    grouped: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for run in runs.values():
+        if run["counted"]:
+            grouped[(run["model_name"], run["lifecycle_stage"])].append(run)
+    rows = []
+    for (model, stage), members in sorted(
+        grouped.items(), key=lambda kv: (kv[0][0], STAGE_ORDER.index(kv[0][1]))
+    ):
+        finished = [r for r in members if r["methods_ratio"] is not None]
+        hardware_both = sum(r["hardware_flop"] for r in finished)
+        architecture_both = sum(r["architecture_flop"] for r in finished)
+        record = _sum([_run_band(r, "compute_flop") for r in members])
+        methods = sorted({r["compute_method"] for r in members if r["compute_method"]})
+        energy = _sum([_run_band(r, "energy_mwh") for r in members])
+        measured = _sum([_run_band(r, "energy_measured_mwh") for r in members])
+        maxima = [r["physical_max_flop"] for r in members]
+        basis = defaultdict(int)
+        for r in members:
+            if r["compute_method_basis"]:
+                basis[r["compute_method_basis"].split(":")[0] + ": " + _basis_kind(r)] += 1
+        hardware = _sum([_run_band(r, "hardware_flop") for r in members])
+        architecture = _sum(
+            [_run_band(r, "architecture_flop") for r in members if not r["running"]]
+        )
+        rows.append(
+            {
+                "model_name": model,
+                "lifecycle_stage": stage,
+                "runs": len(members),
+                "running_runs": sum(1 for r in members if r["running"]),
+                "gpu_hours": sum(r["gpu_hours"] or 0.0 for r in members),
+                "hardware_flop": hardware.value if hardware else None,
+                "architecture_flop": architecture.value if architecture else None,
+                "methods_ratio": hardware_both / architecture_both if architecture_both else None,
+                **_band("compute_flop", record),
+                "compute_method": (methods[0] if len(methods) == 1 else "mixed")
+                if methods
+                else None,
+                "compute_method_basis": "; ".join(
+                    f"{count} run{'s' if count > 1 else ''} {text}"
+                    for text, count in sorted(basis.items())
+                )
+                or None,
+                "physical_max_flop": sum(maxima) if maxima and None not in maxima else None,
+                "energy_mwh": energy.value if energy else None,
+                "energy_measured_share": (
+                    (measured.value / energy.value if measured else 0.0)
+                    if energy is not None and energy.value > 0
+                    else None
+                ),
+            }
+        )
+    return rows
+
+
+def _basis_kind(run: Mapping[str, Any]) -> str:
+    if run["above_physical_max"]:
+        return "architecture figure above the physical maximum"
+    if run["running"]:
+        return "running (compute so far)"
+    if run["methods_ratio"] is None:
+        return "only estimate"
+    return "larger of the two"
+
+
+def _findings(
+    runs: Mapping[str, Mapping[str, Any]], claims: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """What an officer must see behind the figures, one row per run and kind."""
+    rows = []
+    for run in sorted(runs.values(), key=lambda r: (r["model_name"], r["run_id"])):
+        job = (
+            f"{run['kubernetes_cluster']}/{run['kubernetes_namespace']}/"
+            f"{run['kubernetes_job_name']}"
+            if run["kubernetes_job_name"]
+            else None
+        )
+        claim = claims.get(run["run_id"])
+        if claim is not None:
+            uid = f" (uid {claim['job_uid']})" if claim["job_uid"] else ""
+            rows.append(
+                _finding(
+                    run, "job_claimed_twice", "high", claim["kept_run_id"], f"{job}{uid}",
+                    f"Kubernetes Job {job}{uid} is named by runs {claim['kept_run_id']} and "
+                    f"{run['run_id']}: its GPU-hours are counted once, for "
+                    f"{claim['kept_run_id']} (the larger overlap with the Job's allocations); "
+                    f"{run['run_id']} is listed, not counted",
+                )
+            )  # fmt: skip
+        if run["above_physical_max"]:
+            rows.append(
+                _finding(
+                    run, "above_physical_max", "high", None, job,
+                    f"run {run['run_id']}: 6·N·D = {run['architecture_flop']:.3g} FLOP exceeds "
+                    f"its physical maximum of {run['physical_max_flop']:.3g} FLOP (its "
+                    "GPU-seconds at dense peak): the parameter count, the token count or the "
+                    "run-to-Job link is wrong; the hardware-based figure is of record",
+                )
+            )  # fmt: skip
+        if run["exclusion"] == "exploratory":
+            rows.append(
+                _finding(
+                    run, "exploratory_run", "info", None, job,
+                    f"run {run['run_id']} is {run['exclusion_basis']}",
+                )
+            )  # fmt: skip
+        if run["exclusion"] == "new_pretraining":
+            rows.append(
+                _finding(
+                    run, "new_pretraining_run", "info", None, job,
+                    f"run {run['run_id']} is {run['exclusion_basis']}",
+                )
+            )  # fmt: skip
+    return rows
+
+
+def _finding(
+    run: Mapping[str, Any],
+    kind: str,
+    severity: str,
+    other: str | None,
+    job: str | None,
+    message: str,
+) -> dict[str, Any]:
+    return {
+        "model_name": run["model_name"],
+        "run_id": run["run_id"],
+        "kind": kind,
+        "severity": severity,
+        "other_run_id": other,
+        "kubernetes_job": job,
+        "message": message,
+    }
+
+
 # -- thresholds ----------------------------------------------------------------------------
+
+LANGUAGE_OUTPUTS = frozenset({"text", "code", "audio"})
+"""Outputs that are language (text, code as text, speech): Guidelines point 17."""
+VISUAL_OUTPUTS = frozenset({"image", "video"})
+"""Outputs of text-to-image and text-to-video models (with text among the inputs)."""
+
+
+def generates_language(registry_row: Mapping[str, Any] | None) -> bool:
+    """Whether the 10^23 indicative criterion can apply: the model generates language (text or
+    audio), text-to-image or text-to-video (Guidelines point 17), by its registry modalities."""
+    if registry_row is None:
+        return False
+    outputs = set(registry_row["output_modalities"] or [])
+    inputs = set(registry_row["input_modalities"] or [])
+    return bool(outputs & LANGUAGE_OUTPUTS) or bool(outputs & VISUAL_OUTPUTS and "text" in inputs)
 
 
 def _thresholds(
-    con: duckdb.DuckDBPyConnection,
     models: Mapping[str, Mapping[str, Any]],
     runs: Mapping[str, Mapping[str, Any]],
     now: datetime,
 ) -> list[dict[str, Any]]:
-    learned = {
-        (m, t): at
-        for m, t, at in con.execute(
-            "SELECT model_name, threshold, min(raised_at) FROM audit.compute_alerts "
-            "WHERE status = 'projected' GROUP BY ALL"
-        ).fetchall()
-    }
     rows: list[dict[str, Any]] = []
+    counted_by_model: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for run in runs.values():
+        if run["counted"]:
+            counted_by_model[run["model_name"]].append(run)
     for name, model in models.items():
         reg = model["_registry"]
+        counted = counted_by_model.get(name, [])
         contributions = [
             (r["_span"][0], r["_span"][1], r["compute_flop"])
-            for r in runs.values()
-            if r["model_name"] == name and r["_span"] and r["compute_flop"]
+            for r in counted
+            if r["_span"] and r["compute_flop"]
         ]
+        # what each counted run's recorded plan (its START) adds: its compute, or its plan
+        plans = sorted(
+            (
+                r["started_at"],
+                r["run_id"],
+                (r["compute_flop"] or 0.0) + (r["planned_remaining_flop"] or 0.0),
+            )
+            for r in counted
+            if r["started_at"] is not None
+        )
         base = model["base_compute_flop"] or 0.0
         has_base = bool(reg and reg["base_models"])
         own = model["own_compute_flop"] or 0.0
-        modification_flop = (
-            model["base_compute_flop"] * f.MODIFICATION_SHARE
-            if has_base and model["_base_known"]
-            else f.GPAI_FLOP * f.MODIFICATION_SHARE
+        bases = [models.get(b, {}) for b in (reg["base_models"] or [])] if has_base else []
+        original_systemic = has_base and (
+            any((b.get("_registry") or {}).get("systemic_risk") for b in bases)
+            or (model["_base_known"] and base >= f.SYSTEMIC_RISK_FLOP)
         )
+        if has_base and model["_base_known"]:
+            modification_flop = base * f.MODIFICATION_SHARE
+            modification_basis = (
+                "one third of the original model's compute (Guidelines points 60-61)"
+            )
+        elif original_systemic:
+            modification_flop = f.SYSTEMIC_RISK_FLOP * f.MODIFICATION_SHARE
+            modification_basis = (
+                "10^25/3 FLOP: the original's compute is unknown and it is a systemic-risk "
+                "model (Guidelines point 61)"
+            )
+        else:
+            modification_flop = f.GPAI_FLOP * f.MODIFICATION_SHARE
+            modification_basis = (
+                "10^23/3 FLOP: the original's compute is unknown and it is not known to be a "
+                "systemic-risk model (Guidelines point 61)"
+            )
         planned_total = model["planned_compute_flop"]
         planned_own = (
             own + planned_total - model["cumulative_compute_flop"]
             if planned_total is not None
             else None
         )
+        language = generates_language(reg)
+        outputs = ", ".join((reg or {}).get("output_modalities") or []) or "none recorded"
         specs = [
-            ("gpai", f.GPAI_FLOP, "10^23 FLOP: indicative GPAI criterion (Guidelines point 17)",
+            ("gpai", f.GPAI_FLOP,
+             "10^23 FLOP: indicative criterion of a general-purpose AI model that generates "
+             "language, text-to-image or text-to-video (Guidelines point 17)",
              model["cumulative_compute_flop"], model["cumulative_compute_flop_high"], base,
-             reg["generative"] if reg else True, planned_total),
+             language, planned_total, False),
             ("systemic_risk", f.SYSTEMIC_RISK_FLOP,
-             "10^25 FLOP: systemic-risk presumption (Art 51(2))",
+             "10^25 FLOP: presumption of high-impact capabilities, systemic risk (Art 51(2))",
              model["cumulative_compute_flop"], model["cumulative_compute_flop_high"], base, True,
-             planned_total),
-            ("modification", modification_flop,
-             "one third of the base models' compute (Guidelines points 60-61)"
-             if has_base and model["_base_known"]
-             else "10^23/3 FLOP: base model compute unknown (Guidelines point 61)",
-             own, model["own_compute_flop_high"] or 0.0, 0.0, has_base, planned_own),
+             planned_total, True),
+            ("modification", modification_flop, modification_basis,
+             own, model["own_compute_flop_high"] or 0.0, 0.0, has_base, planned_own,
+             original_systemic),
         ]  # fmt: skip
-        for threshold, flop, basis, compared, high, offset, applies, planned in specs:
+        for threshold, flop, basis, compared, high, offset, applies, planned, notifies in specs:
             crossed_at = projected_at = learned_at = basis_of_projection = None
             if not applies:
                 status = "not_applicable"
@@ -918,6 +1441,7 @@ def _thresholds(
                 crossed_at = f.crossing_time(contributions, flop, offset)
                 if crossed_at is None and contributions:
                     crossed_at = min(c[0] for c in contributions)
+                learned_at = f.plan_reaching(plans, flop, offset)
             else:
                 plan_end = model["plan_end"]
                 if plan_end is not None:
@@ -926,14 +1450,22 @@ def _thresholds(
                     )
                 if projected_at is not None:
                     status, basis_of_projection = "projected", "rate_to_plan_end"
+                    learned_at = max(
+                        (r["started_at"] for r in counted if r["running"] and r["started_at"]),
+                        default=None,
+                    )
                 elif planned is not None and planned >= flop:
                     status, basis_of_projection = "projected", "planned_tokens"
-                    learned_at = learned.get((name, threshold), now)
+                    learned_at = f.plan_reaching(plans, flop, offset)
                 elif high >= flop:
                     status = "within_band"
                 else:
                     status = "below"
-            due_from = crossed_at or projected_at or learned_at
+            due = None
+            if notifies and status in ("crossed", "projected"):
+                moments = [m for m in (crossed_at, learned_at) if m is not None]
+                due_from = min(moments) if moments else projected_at
+                due = f.notification_due(due_from) if due_from else None
             enabled = (
                 (reg["alerts_enabled"] and threshold in reg["alert_thresholds"]) if reg else True
             )
@@ -951,12 +1483,52 @@ def _thresholds(
                     "projected_crossing_at": projected_at,
                     "projection_basis": basis_of_projection,
                     "learned_at": learned_at,
-                    "notification_due": f.notification_due(due_from) if due_from else None,
+                    "notification_due": due,
+                    "consequence": _consequence(threshold, status, notifies, outputs),
                     "alert_enabled": bool(enabled),
                     "alert": bool(enabled) and status in ("crossed", "projected"),
                 }
             )
     return rows
+
+
+def _consequence(threshold: str, status: str, notifies: bool, outputs: str) -> str:
+    """What a threshold's status means for the provider, with its source."""
+    if status == "not_applicable":
+        if threshold == "gpai":
+            return (
+                "does not apply: the indicative criterion covers models that generate language "
+                "(text or audio), text-to-image or text-to-video (Guidelines point 17); this "
+                f"model's outputs are {outputs}"
+            )
+        if threshold == "modification":
+            return "does not apply: the model modifies no base model"
+        return "does not apply"
+    if status in ("below", "within_band"):
+        text = "below the threshold"
+        if status == "within_band":
+            text += ", but the high end of the compute band reaches it: improve the evidence"
+        return text
+    will = "reaches" if status == "crossed" else "will reach (by the counted runs' plans)"
+    if threshold == "gpai":
+        return (
+            f"cumulative compute {will} 10^23 FLOP: the model is presumed a general-purpose AI "
+            "model and the Art 53 obligations apply; nothing is notified for this criterion "
+            "(Guidelines point 17, footnote 7)"
+        )
+    if threshold == "systemic_risk":
+        return (
+            f"cumulative compute {will} 10^25 FLOP: presumed to have high-impact capabilities "
+            "(Art 51(2)); notify the Commission within two weeks of meeting it or of learning "
+            "that it will be met (Art 52(1))"
+        )
+    text = (
+        f"the modification's own compute {will} the threshold: the modifier becomes the "
+        "provider of a new model (Guidelines points 60-61)"
+    )
+    if notifies:
+        text += "; its original is a systemic-risk model, so notify within two weeks (Art 52(1))"
+    return text
 
 
 # -- writing -------------------------------------------------------------------------------

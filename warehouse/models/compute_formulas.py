@@ -149,11 +149,21 @@ def disagreement(hardware: float, architecture: float) -> float | None:
 
 def compute_of_record(hardware: Band | None, architecture: Band | None) -> tuple[Band, str] | None:
     """The estimate thresholds are assessed on: the larger of the two (the conservative reading
-    while they disagree), with its name."""
+    while they disagree), with its name. The caller leaves out an architecture figure above
+    the run's physical maximum (``physical_max_flop``)."""
     candidates = [(b, n) for b, n in ((hardware, "hardware"), (architecture, "architecture")) if b]
     if not candidates:
         return None
     return max(candidates, key=lambda c: c[0].value)
+
+
+def physical_max_flop(gpu_seconds: float, peak_tflops: float) -> float:
+    """The most a run's GPUs could deliver: GPU-seconds × dense peak (MFU = 1)."""
+    return hardware_flop(gpu_seconds, peak_tflops, 1.0)
+
+
+BEST_FLOP_PER_JOULE = 2e13
+"""No GPU delivers more than about 2e13 FLOP per joule: energy × this bounds compute."""
 
 
 def facility_mwh(gpu_joules: float, server_overhead: float, pue: float) -> float:
@@ -231,6 +241,20 @@ def crossing_time(
             return moment
         clock = moment
         rate = max(0.0, rate + delta)
+    return None
+
+
+def plan_reaching(
+    plans: Iterable[tuple[datetime, str, float]], threshold: float, offset: float = 0.0
+) -> datetime | None:
+    """When the provider learned ``threshold`` would be met: the recorded time of the run
+    (start, run id, its compute or plan) whose plan, added to ``offset`` and every plan
+    recorded before it, first reaches it (Art 52(1): "or learning that it will be met")."""
+    total = offset
+    for recorded_at, _, amount in sorted(plans):
+        total += amount
+        if total >= threshold:
+            return recorded_at
     return None
 
 
