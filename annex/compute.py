@@ -188,16 +188,28 @@ def render_text(report: dict[str, Any]) -> str:
         f"  architecture-based (6 x N x tokens; 2 x N for generation): "
         f"{_band(m, 'architecture_flop')}",
     ]
-    if m["disagreement"] is not None:
+    if m["methods_ratio"] is not None:
         verdict = "FLAGGED: beyond the margin" if m["disagreement_flagged"] else "within the margin"
-        lines.append(f"  disagreement: {100 * m['disagreement']:.1f} % ({verdict})")
+        lines.append(f"  hardware / architecture: {m['methods_ratio']:.3g} ({verdict})")
+    if m["active_parameters"]:
+        lines.append(
+            f"  N = {m['active_parameters']:,} active parameters (mixture of experts; "
+            f"{m['parameters']:,} in total)"
+        )
+    if m["excluded_runs"]:
+        lines.append(
+            f"  not counted: {m['excluded_runs']} runs (exploratory, new pre-training or a Job "
+            "claimed by another run; marts.training_run_compute.exclusion)"
+        )
     lines += [
         f"  own compute of record ({', '.join(m['compute_methods']) or 'none'}; the larger "
-        f"estimate per run): {_band(m, 'own_compute_flop')}",
+        f"estimate per run, never above its physical maximum): {_band(m, 'own_compute_flop')}",
         f"  base models ({', '.join(m['base_models']) or 'none'}): {flop(m['base_compute_flop'])}",
         f"  cumulative: {_band(m, 'cumulative_compute_flop')}",
         "energy:",
-        f"  measured: {_band(m, 'energy_measured_mwh', ' MWh')}; rounded "
+        f"  of record: {_band(m, 'energy_mwh', ' MWh')}; rounded {flop(m['energy_mwh_rounded'])}"
+        f" MWh; {m['energy_method'] or 'n/a'}",
+        f"  measured part: {_band(m, 'energy_measured_mwh', ' MWh')}; rounded "
         f"{flop(m['energy_measured_mwh_rounded'])} MWh; {m['energy_measured_method'] or 'n/a'}",
         f"  estimated: {_band(m, 'energy_estimated_mwh', ' MWh')}; rounded "
         f"{flop(m['energy_estimated_mwh_rounded'])} MWh; {m['energy_estimated_method'] or 'n/a'}",
@@ -208,7 +220,7 @@ def render_text(report: dict[str, Any]) -> str:
             f"  {t['threshold']} ({flop(t['threshold_flop'])} FLOP, {t['threshold_basis']}): "
             f"{t['status']}; compared {flop(t['compared_flop'])}; crossed {_when(t['crossed_at'])}"
             f"; projected {_when(t['projected_crossing_at'])}; notify by "
-            f"{_when(t['notification_due'])}"
+            f"{_when(t['notification_due']) if t['notification_due'] else 'no notification'}"
             + (f" (projected by {t['projection_basis']})" if t["projection_basis"] else "")
             + ("; ALERT" if t["alert"] else "")
         )
