@@ -2,7 +2,8 @@
 
 NVIDIA's headline tensor figures are 2:4-sparse; these are dense (half of them). Values and
 sources: ../shared/reference/gpu-benchmarks-telemetry.md §2.2 (A100, H100) and NVIDIA's H200
-datasheet. A SKU is matched on the product name as DCGM (``modelName``) or GPU feature discovery
+datasheet; GB200 from NVIDIA's GB200 NVL72 datasheet (rack figures with sparsity ÷ 72 GPUs ÷ 2;
+TDP: the 2,700 W superchip's share per GPU, 1,200 W). A SKU is matched on the product name as DCGM (``modelName``) or GPU feature discovery
 (``nvidia.com/gpu.product``) spell it, and on memory size where names are ambiguous; PCIe and
 NVL parts have other peaks and are deliberately not matched to SXM figures. An unmatched GPU
 gets no peak (``None``), never a guess.
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 H100_SOURCE = "https://glennklockwood.com/garden/processors/h100"
 A100_SOURCE = "https://glennklockwood.com/garden/processors/A100"
 H200_SOURCE = "https://www.nvidia.com/en-us/data-center/h200/"
+GB200_SOURCE = "https://www.nvidia.com/en-us/data-center/gb200-nvl72/"
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,14 @@ PEAKS: tuple[Peak, ...] = (
         700.0,
         H200_SOURCE,
         memory_mib=(130_000, 150_000),
+    ),
+    Peak(
+        "GB200-186GB",
+        ("NVIDIA GB200",),
+        {"bf16": 2500.0, "fp16": 2500.0, "fp8": 5000.0, "tf32": 1250.0, "fp32": 80.0},
+        8000.0,
+        1200.0,
+        GB200_SOURCE,
     ),
 )
 

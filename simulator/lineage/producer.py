@@ -243,11 +243,15 @@ BASE_TRAINING_GPU = "NVIDIA-H100-80GB-HBM3"  # the GFD product label of the H100
 BASE_TRAINING_MFU = 0.4  # the utilisation a base pre-training run's GPU count is sized for
 
 
-def base_training_hardware(model: str, tokens: int, hours: float) -> dict[str, Any]:
-    """The hardware a base pre-training run declares (annex_trainingRun.resources): it ran
-    before the world's cluster inventory, so only its producer knows it. Sized so that 6·N·D
-    takes ``hours`` on H100s (989.4 dense bf16 TFLOP/s) at 40 % MFU, in whole nodes of 8."""
-    seconds = 6 * ACTIVE_PARAMETERS[model] * tokens / (989.4e12 * BASE_TRAINING_MFU)
+def base_training_hardware(
+    model: str, tokens: float, hours: float, flop_per_token: int = 6
+) -> dict[str, Any]:
+    """The hardware a run before the world's cluster inventory declares
+    (annex_trainingRun.resources): only its producer knows it. Sized so that
+    ``flop_per_token``·N·D (6 for training, 2 for generation) takes ``hours`` on H100s (989.4
+    dense bf16 TFLOP/s) at 40 % MFU, in whole nodes of 8."""
+    flop = flop_per_token * ACTIVE_PARAMETERS[model] * tokens
+    seconds = flop / (989.4e12 * BASE_TRAINING_MFU)
     gpus = max(8, 8 * math.ceil(seconds / (hours * 3600) / 8))
     return {"gpuCount": gpus, "gpuProduct": BASE_TRAINING_GPU}
 
@@ -829,6 +833,8 @@ class _Lineage:
                 )
             },
         )
+        generation = generated(model, tokens)
+        hours = self.rng.uniform(8, 36)
         end = self._stage(
             f"synthgen:{model}",
             namespace,
@@ -836,11 +842,12 @@ class _Lineage:
             "SYNTHETIC_GENERATION",
             teacher,
             start,
-            self.rng.uniform(8, 36),
+            hours,
             [self.base[teacher].read(), seed.read()],
             [synthetic.written()],
             parent,
-            generation=generated(model, tokens),
+            generation=generation,
+            resources=base_training_hardware(teacher, generation["tokensGenerated"], hours, 2),
         )
         mix = [*self.catalog.fine_tuning[family]]
         weight = round(1.0 - sum(w for _, w in mix), 3)
@@ -876,14 +883,16 @@ class _Lineage:
         )
         self.instruct[model] = instruct
         # the campaign's released fine-tuned model: base + instruct (closes the diamond)
+        release_start = end + timedelta(hours=self.rng.uniform(2, 12))
+        release_hours = self.rng.uniform(12, 48)
         self._stage(
             f"release:{model}",
             namespace,
             f"{model}-release-{self._suffix()}",
             "FINE_TUNING",
             model,
-            end + timedelta(hours=self.rng.uniform(2, 12)),
-            self.rng.uniform(12, 48),
+            release_start,
+            release_hours,
             [
                 self.base[model].read(),
                 instruct.read(self._usage(budget_tokens, 1.0, budget_tokens)),
@@ -891,6 +900,7 @@ class _Lineage:
             [_checkpoint(model, "release-v1", f"rel-{self._suffix()}").written()],
             parent,
             method="SUPERVISED",
+            resources=base_training_hardware(model, budget_tokens, release_hours),
         )
         return instruct
 
