@@ -107,7 +107,7 @@ def test_check_fails_and_the_sensor_raises_a_failed_run_with_a_record(
     clear = evaluations["compute_thresholds_clear"]
     assert not clear.passed and clear.severity == dg.AssetCheckSeverity.ERROR
     assert clear.metadata["alerts"].value == 1  # quiet-lm's crossing does not alert
-    assert "loud-lm gpai crossed" in clear.metadata["first_alerts"].value
+    assert "loud-lm gpai (1e+23 FLOP) crossed" in clear.metadata["first_alerts"].value
     assert evaluations["compute_methods_agree"].passed  # no hardware figure to disagree with
 
     with dg.build_sensor_context(
@@ -129,7 +129,8 @@ def test_check_fails_and_the_sensor_raises_a_failed_run_with_a_record(
     failure = run.failure_data_for_node("raise_compute_alerts")
     assert failure is not None
     assert "Article 51 threshold alert for loud-lm" in str(failure.error)
-    assert "notify the Commission by" in str(failure.error)
+    assert "gpai (1e+23 FLOP) crossed" in str(failure.error)
+    assert "no notification" in str(failure.error)  # 10^23: Guidelines footnote 7
     recorded = _alerts(config)
     assert [(m, t, s) for m, t, s, _ in recorded] == [("loud-lm", "gpai", "crossed")]
     assert recorded[0][3] == f"dagster run {run.run_id}"

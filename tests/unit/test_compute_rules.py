@@ -108,7 +108,7 @@ class World:
                     model,
                     stage,
                 ],
-            )  # fmt: skip
+            )
         )
         if stage is not None:
             body = {"stage": stage, "modelName": model, **facet}
@@ -133,7 +133,7 @@ class World:
             (
                 "INSERT INTO core.lineage_facet_heads VALUES (?, ?, ?, ?, ?, false, ?, ?, ?, NULL)",
                 [kind, entity, name, f"ev-{entity}-{name}", at, json.dumps(body), run_id, version],
-            )  # fmt: skip
+            )
         )
 
     def checkpoint(self, writer: str, reader: str) -> None:

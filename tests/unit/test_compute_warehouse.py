@@ -219,8 +219,8 @@ def insert_core(con: duckdb.DuckDBPyConnection) -> None:
     # R2 resumes from R1's checkpoint: continued pre-training of toy-lm, not a new model
     con.execute(
         "INSERT INTO core.lineage_dataset_versions (dataset_version_id, dataset_id, namespace, "
-        "name, version, version_source, produced_by_run_id) VALUES ('dv-ckpt-1', 'ckpt', 's3://ckpt', "
-        "'toy-lm', '1', 'facet', 'R1')"
+        "name, version, version_source, produced_by_run_id) VALUES ('dv-ckpt-1', 'ckpt', "
+        "'s3://ckpt', 'toy-lm', '1', 'facet', 'R1')"
     )
     con.execute(
         "INSERT INTO core.gpu_benchmarks (cluster, record_id, ts, node, gpu_uuid, gpu_sku, "

@@ -1645,8 +1645,22 @@ def alerting_thresholds(
     return _dicts(
         con,
         "SELECT model_name, threshold, status, threshold_flop, compared_flop, crossed_at, "
-        "projected_crossing_at, notification_due FROM marts.model_compute_thresholds "
+        "projected_crossing_at, notification_due, consequence FROM marts.model_compute_thresholds "
         "WHERE alert AND (CAST($model AS VARCHAR) IS NULL OR model_name = $model) "
         "ORDER BY model_name, threshold",
         {"model": model},
+    )
+
+
+def alert_text(alert: Mapping[str, Any]) -> str:
+    """One alerting threshold in words: what was met and what it obliges (a deadline only where
+    the law asks for a notification)."""
+    action = (
+        f"notify the Commission by {alert['notification_due']:%Y-%m-%d}"
+        if alert["notification_due"] is not None
+        else "no notification; the obligations it brings apply"
+    )
+    return (
+        f"{alert['model_name']} {alert['threshold']} ({alert['threshold_flop']:.3g} FLOP) "
+        f"{alert['status']}: compute {alert['compared_flop']:.3g} FLOP; {action}"
     )

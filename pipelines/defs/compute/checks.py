@@ -14,7 +14,7 @@ import duckdb
 from pipelines.defs.check_results import Outcome, evaluate
 from pipelines.defs.compute.assets import training_compute
 from pipelines.defs.resources import WarehouseResource
-from warehouse.models.compute import alerting_thresholds
+from warehouse.models.compute import alert_text, alerting_thresholds
 
 
 def thresholds_clear(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Outcome:
@@ -24,11 +24,7 @@ def thresholds_clear(con: duckdb.DuckDBPyConnection, cluster: str | None) -> Out
         passed=not alerts,
         metadata={
             "alerts": len(alerts),
-            "first_alerts": "; ".join(
-                f"{a['model_name']} {a['threshold']} {a['status']}, notify by "
-                f"{a['notification_due']:%Y-%m-%d}"
-                for a in alerts[:5]
-            ),
+            "first_alerts": "; ".join(alert_text(a) for a in alerts[:5]),
         },
     )
 

@@ -12,7 +12,7 @@ import duckdb
 from annex.errors import AnnexError
 from pipelines.defs.resources import WarehouseResource
 from warehouse.migrate import utc_now
-from warehouse.models.compute import alerting_thresholds, record_compute_alerts
+from warehouse.models.compute import alert_text, alerting_thresholds, record_compute_alerts
 
 _NOT_RECORDED_TODAY = """
 SELECT t.model_name, list(t.threshold ORDER BY t.threshold) AS thresholds
@@ -44,11 +44,7 @@ def raise_compute_alerts(
     if not alerts:
         context.log.info(f"{config.model}: no threshold alerts any more")
         return
-    lines = [
-        f"{a['threshold']} ({a['threshold_flop']:.3g} FLOP) {a['status']}: compute "
-        f"{a['compared_flop']:.3g} FLOP; notify the Commission by {a['notification_due']:%Y-%m-%d}"
-        for a in alerts
-    ]
+    lines = [alert_text(a) for a in alerts]
     raise dg.Failure(
         description=f"Article 51 threshold alert for {config.model}: " + "; ".join(lines),
         metadata={"model": config.model, "alerts": len(alerts), "thresholds": "; ".join(lines)},
