@@ -5,8 +5,9 @@ sources: ../shared/reference/gpu-benchmarks-telemetry.md §2.2 (A100, H100), NVI
 datasheet, and NVIDIA's GB200 NVL72 datasheet for GB200 (rack figures with sparsity ÷ 72 GPUs
 ÷ 2; TDP: the 2,700 W superchip's share per GPU, 1,200 W). A SKU is matched on the product
 name as DCGM (``modelName``) or GPU feature discovery (``nvidia.com/gpu.product``) spell it,
-and on memory size where names are ambiguous; PCIe and NVL parts have other peaks and are deliberately not matched to SXM figures. An unmatched GPU
-gets no peak (``None``), never a guess.
+and on memory size where names are ambiguous; PCIe and NVL parts have other peaks and are
+deliberately not matched to SXM figures. An unmatched GPU gets no peak (``None``), never a
+guess.
 """
 
 from __future__ import annotations
