@@ -813,7 +813,7 @@ def _print_compute(settings: Settings) -> list[str]:
         rows = con.execute(
             """
             SELECT m.model_name, m.cumulative_compute_flop, array_to_string(m.compute_methods, '+'),
-                   m.energy_measured_mwh_rounded,
+                   m.energy_mwh_rounded,
                    string_agg(
                        CASE t.threshold WHEN 'gpai' THEN '10^23' WHEN 'systemic_risk' THEN '10^25'
                             ELSE 'modification' END
