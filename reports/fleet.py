@@ -412,8 +412,8 @@ def build(evidence: Evidence) -> dict[str, Any]:
         {
             "label": label,
             "key": key,
-            "current": current[key] if current else None,
-            "previous": previous[key] if previous else None,
+            "current": _kpi(current, key),
+            "previous": _kpi(previous, key),
         }
         for key, label in KPI_ROWS
     ]
@@ -462,7 +462,7 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "finding_groups": finding_groups,
         "finding_summary": _summary(finding_groups),
         "daily_chart": _daily_chart(daily),
-        "pools": pools[:TOP],
+        "pools": [_idle_compared(row) for row in pools[:TOP]],
         "pools_total": len(pools),
         "domains": domains[:TOP],
         "domains_total": len(domains),
@@ -497,6 +497,35 @@ def _ratio(row: Row | None, numerator: str, denominator: str) -> float | None:
     if not row or not row[denominator]:
         return None
     return (row[numerator] or 0) / row[denominator]
+
+
+_NEEDS_INVENTORY = (
+    "capacity_gpu_hours",
+    "allocated_workload_gpu_hours",
+    "allocated_balloon_gpu_hours",
+    "free_gpu_hours",
+    "unavailable_gpu_hours",
+)
+_NEEDS_BOTH_SOURCES = ("allocated_observed_gpu_hours", "allocated_idle_gpu_hours")
+
+
+def _kpi(row: Row | None, key: str) -> float | int | None:
+    """A KPI of the period, or None (shown as no evidence) where its source saw none of it:
+    inventory figures without inventory, idle figures where the two sources never met."""
+    if not row:
+        return None
+    if key in _NEEDS_INVENTORY and not row["capacity_gpu_hours"]:
+        return None
+    if key in _NEEDS_BOTH_SOURCES and not row["allocated_observed_gpu_hours"]:
+        return None
+    return row[key]
+
+
+def _idle_compared(row: Row) -> Row:
+    """The row with its idle GPU-hours missing (not zero) where the sources never met."""
+    if row["allocated_observed_gpu_hours"]:
+        return row
+    return dict(row, allocated_idle_gpu_hours=None)
 
 
 def _telemetry_coverage(row: Row | None) -> float | None:
@@ -541,7 +570,7 @@ def _with_evidence(row: Row) -> Row:
 
 
 def _percent(ratio: float | None) -> str:
-    return "unknown" if ratio is None else f"{ratio * 100:.0f} %"
+    return "unknown" if ratio is None else f"{ratio * 100:.0f}\u00a0%"  # never split
 
 
 def _degraded_by_gpu(degraded: Rows) -> Rows:
@@ -552,7 +581,8 @@ def _degraded_by_gpu(degraded: Rows) -> Rows:
         by_gpu.setdefault((r["cluster"], r["gpu_uuid"]), []).append(r)
     out: Rows = []
     for (cluster, gpu), rows in by_gpu.items():
-        verdicts = list(dict.fromkeys(r["verdict"] for r in rows))
+        corroborated = [r for r in rows if r["corroborated"]]
+        verdicts = list(dict.fromkeys(r["verdict"] for r in corroborated or rows))
         xids = [r["xid_last"] for r in rows if r["xid_last"] is not None]
         temps = [r["max_gpu_temp_c"] for r in rows if r["max_gpu_temp_c"] is not None]
         clocks = [r["sm_clock_ratio"] for r in rows if r["sm_clock_ratio"] is not None]
@@ -568,8 +598,9 @@ def _degraded_by_gpu(degraded: Rows) -> Rows:
                 ),
                 "worst_ratio": min(r["ratio_to_median"] for r in rows),
                 "verdict": "; ".join(verdicts),
-                "corroborated": any(r["corroborated"] for r in rows),
+                "corroborated": bool(corroborated),
                 "xid_last": xids[0] if xids else None,
+                "xid": str(xids[0]) if xids else "none seen",
                 "max_gpu_temp_c": max(temps) if temps else None,
                 "sm_clock_ratio": min(clocks) if clocks else None,
                 "measured_at": max(r["measured_at"] for r in rows),
@@ -664,7 +695,8 @@ def _findings(
             "high" if not current["capacity_gpu_hours"] else "medium",
             f"Telemetry covers {current['telemetry_only_gpu_hours']:,} GPU-hours the inventory "
             "did not observe",
-            f"on {len(telemetry_only_days)} days ({_days(telemetry_only_days)}): no allocation "
+            f"on {len(telemetry_only_days)} day{'s' if len(telemetry_only_days) > 1 else ''} "
+            f"({_days(telemetry_only_days)}): no allocation "
             "or capacity is known for them, so they are not compared; their "
             f"{current['telemetry_only_idle_gpu_hours']:,.1f} GPU-hours idle by DCGM alone are "
             "shown apart, not as allocated-but-idle (coverage_daily.csv, namespaces.csv)",
@@ -708,7 +740,7 @@ def _findings(
         add(
             "Degraded GPU",
             "high" if g["xid_last"] is not None else "medium",
-            f"GPU {g['gpu_uuid']} on {g['node']} is degraded: {g['verdict']}",
+            f"{g['gpu_uuid']} on {g['node']} is degraded: {g['verdict']}",
             "; ".join(evidence) + " (degraded.csv)",
             DEGRADED_REMEDIATION,
         )

@@ -30,17 +30,24 @@ def test_one_finding_per_degraded_gpu_with_every_slow_benchmark() -> None:
     degraded = [
         measurement("GPU-1", "gemm", 0.61),
         measurement("GPU-1", "copy", 0.70, verdict="slow (clock-throttled)"),
+        measurement("GPU-1", "softmax", 0.88, corroborated=False, verdict="slow, no telemetry"),
         measurement("GPU-1", "triad", 0.65, xid_last=79, max_gpu_temp_c=91.0),
         measurement("GPU-2", "gemm", 0.80),
         measurement("GPU-3", "gemm", 0.85, corroborated=False, verdict="slow, no telemetry"),
     ]
-    gpus = _degraded_by_gpu(degraded)
+    gpus = [
+        {k: v.replace("\u00a0", " ") if isinstance(v, str) else v for k, v in g.items()}
+        for g in _degraded_by_gpu(degraded)
+    ]
     assert [(g["gpu_uuid"], g["measurements"]) for g in gpus] == [
-        ("GPU-1", 3),
+        ("GPU-1", 4),
         ("GPU-2", 1),
         ("GPU-3", 1),
     ]
-    assert gpus[0]["benchmarks"] == "copy bf16 70 %, gemm bf16 61 %, triad bf16 65 %"
+    assert gpus[0]["benchmarks"] == (
+        "copy bf16 70 %, gemm bf16 61 %, softmax bf16 88 %, triad bf16 65 %"
+    )
+    # the verdicts telemetry corroborated name it; the uncorroborated measurement is listed
     assert gpus[0]["verdict"] == "hot; slow (clock-throttled)"
     assert (gpus[0]["xid_last"], gpus[0]["max_gpu_temp_c"], gpus[0]["worst_ratio"]) == (
         79,
@@ -51,12 +58,12 @@ def test_one_finding_per_degraded_gpu_with_every_slow_benchmark() -> None:
     findings = _findings([], [], [], [], [], [], None, [], gpus, [], [], [])
     degraded_findings = [f for f in findings if f.kind == "Degraded GPU"]
     assert [(f.severity, f.title.split(" on ")[0]) for f in degraded_findings] == [
-        ("high", "GPU GPU-1"),  # an XID: high
-        ("medium", "GPU GPU-2"),
+        ("high", "GPU-1"),  # an XID: high
+        ("medium", "GPU-2"),
         ("medium", "1 GPUs are slow without telemetry corroboration"),
     ]
-    assert "3 below their cohort's median: copy bf16 70 %, gemm bf16 61 %" in (
-        degraded_findings[0].evidence
+    assert "4 below their cohort's median: copy bf16 70 %, gemm bf16 61 %" in (
+        degraded_findings[0].evidence.replace("\u00a0", " ")
     )
     assert "XID 79" in degraded_findings[0].evidence
     groups = _by_kind(findings)
