@@ -113,7 +113,8 @@ SELECT n.cluster, n.node_name, h.hour, h.day, n.node_uid, n.pool, n.gpu_product,
        n.failure_domain, 1.0, n.capacity, n.allocatable, n.allocated_workload,
        n.allocated_balloon, n.free, n.unavailable, 0, n.capacity,
        g.allocated, g.idle, g.busy, n.capacity, g.busy, n.capacity, g.busy * 0.6, n.capacity,
-       g.busy * 0.4, n.capacity, n.capacity * 500 * 3600.0, 0, TIMESTAMP '2026-01-01'
+       g.busy * 0.4, n.capacity, n.capacity * 500 * 3600.0, 0, TIMESTAMP '2026-01-01',
+       least(n.allocated_workload, g.allocated), 0, 0
 FROM bench_nodes AS n
 JOIN (
     SELECT node_name, count(*) FILTER (WHERE allocated) AS allocated,
@@ -125,7 +126,7 @@ JOIN (
 INSERT INTO marts.namespace_gpu_hours
 SELECT $cluster, g.namespace, h.hour, h.day, g.allocated, 0, g.allocated, g.idle, g.busy,
        g.allocated, g.busy, g.allocated, g.busy * 0.6, g.allocated, g.busy * 0.4, g.allocated,
-       g.allocated * 500 * 3600.0, 0, TIMESTAMP '2026-01-01'
+       g.allocated * 500 * 3600.0, 0, TIMESTAMP '2026-01-01', g.allocated, 0, 0
 FROM (
     SELECT namespace, count(*) AS allocated, count(*) FILTER (WHERE idles) AS idle,
            sum(CASE WHEN idles THEN 0.01 ELSE 0.8 END) AS busy

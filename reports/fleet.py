@@ -1,22 +1,31 @@
 """Fleet utilisation and capacity audit, per period.
 
 Coverage and data quality come first (what was not collected is shown as missing, never read
-as clean), then the KPIs against the previous period, findings by severity, capacity and
+as clean), then the KPIs against the previous period, findings (a summary by severity and kind,
+then one finding per subject: one per degraded GPU with all its slow benchmarks), capacity and
 allocation by node pool and failure domain, teams (namespaces) with allocated-but-idle
 GPU-hours, degraded GPUs with their evidence, blast radius per failure domain, and the asset
-checks' outcomes. Everything is read from ``marts`` (GPU-hours), plus ``audit`` for the
-collections, rejected input and check results that say how far the figures can be trusted.
+checks' outcomes.
+
+Two sources meet in the idle figures: the inventory (Kubernetes) says who was allocated how many
+GPU-hours, DCGM telemetry which of them idled. The marts compare them only on node-hours both
+saw (``allocated_observed_gpu_hours``; idle never exceeds it); telemetry from hours the inventory
+did not observe is shown apart as telemetry-only, never as idle allocation.
+
+Everything is read from ``marts`` (GPU-hours), plus ``audit`` for the collections, rejected
+input and check results that say how far the figures can be trusted.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 from reports.charts import PALETTE, Series, horizontal_bars, stacked_columns
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.evidence import COVERAGE_SOURCES
-from reports.findings import Finding, counts, no_successful_collection, ordered
+from reports.findings import SEVERITIES, Finding, no_successful_collection
 
 Row = dict[str, Any]
 Rows = list[Row]
@@ -38,6 +47,9 @@ _SUMS = """
     CAST(sum(telemetry_gpu_hours) AS BIGINT) AS telemetry_gpu_hours,
     sum(dcgm_allocated_gpu_hours) AS dcgm_allocated_gpu_hours,
     sum(allocated_idle_gpu_hours) AS allocated_idle_gpu_hours,
+    sum(allocated_observed_gpu_hours) AS allocated_observed_gpu_hours,
+    CAST(sum(telemetry_only_gpu_hours) AS BIGINT) AS telemetry_only_gpu_hours,
+    sum(telemetry_only_idle_gpu_hours) AS telemetry_only_idle_gpu_hours,
     sum(busy * telemetry_gpu_hours)
         / nullif(sum(telemetry_gpu_hours) FILTER (WHERE busy IS NOT NULL), 0) AS busy,
     sum(energy_mwh) AS energy_mwh"""
@@ -46,9 +58,10 @@ QUERIES = (
     COVERAGE_SOURCES,
     EvidenceQuery(
         "coverage_daily",
-        "Every day of the period up to the data cut-off: inventory GPU-hours by state and "
-        "telemetry coverage (marts.gpu_hours_daily_by_pool); empty cells are days without "
-        "evidence.",
+        "Every day of the period up to the data cut-off: inventory GPU-hours by state, "
+        "telemetry coverage of capacity (telemetry on node-hours the inventory observed) and "
+        "telemetry-only GPU-hours (node-hours the inventory did not observe) "
+        "(marts.gpu_hours_daily_by_pool); empty cells are days without evidence.",
         f"""
         WITH days AS (
             SELECT CAST(d AS DATE) AS day
@@ -61,8 +74,8 @@ QUERIES = (
             GROUP BY day
         )
         SELECT days.day, pools.* EXCLUDE (day),
-               pools.telemetry_gpu_hours / nullif(pools.capacity_gpu_hours, 0)
-                   AS telemetry_coverage
+               (pools.telemetry_gpu_hours - pools.telemetry_only_gpu_hours)
+                   / nullif(pools.capacity_gpu_hours, 0) AS telemetry_coverage
         FROM days LEFT JOIN pools USING (day)
         ORDER BY days.day
         """,
@@ -123,15 +136,20 @@ QUERIES = (
     ),
     EvidenceQuery(
         "namespaces",
-        "GPU-hours per team (namespace) over the period, allocated-but-idle, and the previous "
-        "period's allocation (marts.gpu_hours_daily_by_namespace).",
+        "GPU-hours per team (namespace) over the period: allocated (inventory), allocated and "
+        "seen by telemetry, allocated-but-idle (NULL where the two sources never saw the same "
+        "hours), telemetry-only GPU-hours, and the previous period's allocation "
+        "(marts.gpu_hours_daily_by_namespace).",
         """
         WITH cur AS (
             SELECT cluster, namespace,
                    sum(allocated_workload_gpu_hours) AS allocated_workload_gpu_hours,
                    sum(allocated_balloon_gpu_hours) AS allocated_balloon_gpu_hours,
                    sum(dcgm_allocated_gpu_hours) AS dcgm_allocated_gpu_hours,
+                   sum(allocated_observed_gpu_hours) AS allocated_observed_gpu_hours,
                    sum(allocated_idle_gpu_hours) AS allocated_idle_gpu_hours,
+                   sum(telemetry_only_gpu_hours) AS telemetry_only_gpu_hours,
+                   sum(telemetry_only_idle_gpu_hours) AS telemetry_only_idle_gpu_hours,
                    sum(busy * dcgm_allocated_gpu_hours)
                        / nullif(sum(dcgm_allocated_gpu_hours) FILTER (WHERE busy IS NOT NULL), 0)
                        AS busy,
@@ -146,8 +164,10 @@ QUERIES = (
             WHERE day >= $previous_start AND day < $start
             GROUP BY cluster, namespace
         )
-        SELECT cur.*,
-               cur.allocated_idle_gpu_hours / nullif(cur.dcgm_allocated_gpu_hours, 0)
+        SELECT cur.* REPLACE (
+                   CASE WHEN cur.allocated_observed_gpu_hours > 0
+                       THEN cur.allocated_idle_gpu_hours END AS allocated_idle_gpu_hours),
+               cur.allocated_idle_gpu_hours / nullif(cur.allocated_observed_gpu_hours, 0)
                    AS idle_share,
                prev.previous_allocated_workload_gpu_hours
         FROM cur LEFT JOIN prev
@@ -157,9 +177,10 @@ QUERIES = (
     ),
     EvidenceQuery(
         "idle_gpus",
-        "GPUs with allocated-but-idle hours in the period: held by a workload pod while the "
-        "engine was active under 5 % of the hour (marts.gpu_daily); busy is the mean over "
-        "the GPU's reporting hours, the team the namespace that held it longest.",
+        "GPUs with allocated-but-idle hours in the period by DCGM telemetry alone: held by a "
+        "workload pod's label while the engine was active under 5 % of the hour "
+        "(marts.gpu_daily); busy is the mean over the GPU's reporting hours, the team the "
+        "namespace that held it longest.",
         # marts.gpu_daily is a table (migration 0013): a month of it is 1.6 million rows for a
         # 60,000-GPU fleet, where the hourly mart has 45 million.
         """
@@ -282,10 +303,58 @@ KPI_ROWS = (
     ("allocated_balloon_gpu_hours", "Reserved by balloons, GPU-hours"),
     ("free_gpu_hours", "Free GPU-hours"),
     ("unavailable_gpu_hours", "Unavailable GPU-hours"),
+    ("allocated_observed_gpu_hours", "Allocated and seen by telemetry, GPU-hours"),
     ("allocated_idle_gpu_hours", "Allocated but idle, GPU-hours"),
     ("telemetry_gpu_hours", "GPU-hours with telemetry"),
+    ("telemetry_only_gpu_hours", "Telemetry-only GPU-hours (no inventory)"),
     ("energy_mwh", "GPU energy, MWh"),
 )
+
+KINDS = (
+    "Evidence coverage",
+    "Degraded GPU",
+    "Idle allocation",
+    "Capacity",
+    "Inventory consistency",
+    "Failure domain",
+    "Asset check",
+    "Rejected input",
+)
+"""The kinds of finding, in the order the summary lists them."""
+
+DEGRADED_REMEDIATION = (
+    "Drain the node, run the vendor diagnostics (dcgmi diag -r 3) and replace the GPU if the "
+    "XID or row-remap evidence repeats."
+)
+
+
+@dataclass(frozen=True)
+class FleetFinding:
+    """A finding with its kind, so the reader gets a summary by severity and kind first."""
+
+    kind: str
+    finding: Finding
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind {self.kind!r} is not one of {KINDS}")
+
+    @property
+    def severity(self) -> str:
+        return self.finding.severity
+
+    @property
+    def title(self) -> str:
+        return self.finding.title
+
+    @property
+    def evidence(self) -> str:
+        return self.finding.evidence
+
+    @property
+    def remediation(self) -> str:
+        return self.finding.remediation
+
 
 REMEDIATION = {
     "kubernetes": "Schedule the inventory (Dagster cluster_inventory schedule, or "
@@ -321,33 +390,37 @@ def build(evidence: Evidence) -> dict[str, Any]:
         for row in daily
         if row["capacity_gpu_hours"] and (row["telemetry_coverage"] or 0) < TELEMETRY_COVERAGE_MIN
     ]
+    telemetry_only_days = [row["day"] for row in daily if row["telemetry_only_gpu_hours"]]
+    daily = [_with_evidence(row) for row in daily]
+    degraded_gpus = _degraded_by_gpu(degraded)
     findings = _findings(
         sources,
         daily,
         gap_days,
         thin_days,
+        telemetry_only_days,
         rejected,
         current,
         namespaces,
-        degraded,
+        degraded_gpus,
         fleet_now,
         blast,
         checks,
     )
+    finding_groups = _by_kind(findings)
     kpi_cards = [
         {
             "label": label,
             "key": key,
-            "current": current[key] if current else None,
-            "previous": previous[key] if previous else None,
+            "current": _kpi(current, key),
+            "previous": _kpi(previous, key),
         }
         for key, label in KPI_ROWS
     ]
-    coverage_now = _ratio(current, "telemetry_gpu_hours", "capacity_gpu_hours")
-    coverage_before = _ratio(previous, "telemetry_gpu_hours", "capacity_gpu_hours")
-    idle_now = _ratio(current, "allocated_idle_gpu_hours", "dcgm_allocated_gpu_hours")
-    idle_before = _ratio(previous, "allocated_idle_gpu_hours", "dcgm_allocated_gpu_hours")
-    degraded_gpus = len({(r["cluster"], r["gpu_uuid"]) for r in degraded})
+    coverage_now = _telemetry_coverage(current)
+    coverage_before = _telemetry_coverage(previous)
+    idle_now = _ratio(current, "allocated_idle_gpu_hours", "allocated_observed_gpu_hours")
+    idle_before = _ratio(previous, "allocated_idle_gpu_hours", "allocated_observed_gpu_hours")
     simulated = benchmarks["simulated_measurements"]
     return {
         "report": {
@@ -362,6 +435,7 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "daily": daily,
         "gap_days": gap_days,
         "thin_days": thin_days,
+        "telemetry_only_days": telemetry_only_days,
         "coverage_min": TELEMETRY_COVERAGE_MIN,
         "rejected": rejected[:TOP],
         "rejected_total": len(rejected),
@@ -376,7 +450,7 @@ def build(evidence: Evidence) -> dict[str, Any]:
                 _ratio(current, "allocated_workload_gpu_hours", "capacity_gpu_hours"),
                 _ratio(previous, "allocated_workload_gpu_hours", "capacity_gpu_hours"),
             ),
-            ("Idle share of allocated (DCGM)", idle_now, idle_before),
+            ("Idle share of allocated (both sources)", idle_now, idle_before),
             (
                 "Mean busy (engine active)",
                 current["busy"] if current else None,
@@ -384,9 +458,11 @@ def build(evidence: Evidence) -> dict[str, Any]:
             ),
         ],
         "findings": findings,
-        "finding_counts": counts(findings),
+        "finding_counts": {sev: sum(f.severity == sev for f in findings) for sev in SEVERITIES},
+        "finding_groups": finding_groups,
+        "finding_summary": _summary(finding_groups),
         "daily_chart": _daily_chart(daily),
-        "pools": pools[:TOP],
+        "pools": [_idle_compared(row) for row in pools[:TOP]],
         "pools_total": len(pools),
         "domains": domains[:TOP],
         "domains_total": len(domains),
@@ -404,9 +480,10 @@ def build(evidence: Evidence) -> dict[str, Any]:
         else None,
         "idle": idle[:10],
         "idle_total": len(idle),
-        "degraded": degraded[:TOP],
-        "degraded_total": len(degraded),
-        "degraded_gpus": degraded_gpus,
+        "degraded": degraded_gpus[:TOP],
+        "degraded_total": len(degraded_gpus),
+        "degraded_measurements": len(degraded),
+        "degraded_gpus": len(degraded_gpus),
         "benchmarks": benchmarks,
         "fleet_now": fleet_now,
         "blast_known": any((f["gpu_nodes"] or 0) > 0 for f in fleet_now),
@@ -420,6 +497,136 @@ def _ratio(row: Row | None, numerator: str, denominator: str) -> float | None:
     if not row or not row[denominator]:
         return None
     return (row[numerator] or 0) / row[denominator]
+
+
+_NEEDS_INVENTORY = (
+    "capacity_gpu_hours",
+    "allocated_workload_gpu_hours",
+    "allocated_balloon_gpu_hours",
+    "free_gpu_hours",
+    "unavailable_gpu_hours",
+)
+_NEEDS_BOTH_SOURCES = ("allocated_observed_gpu_hours", "allocated_idle_gpu_hours")
+
+
+def _kpi(row: Row | None, key: str) -> float | int | None:
+    """A KPI of the period, or None (shown as no evidence) where its source saw none of it:
+    inventory figures without inventory, idle figures where the two sources never met."""
+    if not row:
+        return None
+    if key in _NEEDS_INVENTORY and not row["capacity_gpu_hours"]:
+        return None
+    if key in _NEEDS_BOTH_SOURCES and not row["allocated_observed_gpu_hours"]:
+        return None
+    return row[key]
+
+
+def _idle_compared(row: Row) -> Row:
+    """The row with its idle GPU-hours missing (not zero) where the sources never met."""
+    if row["allocated_observed_gpu_hours"]:
+        return row
+    return dict(row, allocated_idle_gpu_hours=None)
+
+
+def _telemetry_coverage(row: Row | None) -> float | None:
+    """Telemetry GPU-hours on node-hours the inventory observed, over capacity: telemetry-only
+    GPU-hours have no capacity to be a share of."""
+    if not row or not row["capacity_gpu_hours"]:
+        return None
+    compared = (row["telemetry_gpu_hours"] or 0) - (row["telemetry_only_gpu_hours"] or 0)
+    return compared / row["capacity_gpu_hours"]
+
+
+_INVENTORY_COLUMNS = (
+    "nodes",
+    "capacity_gpu_hours",
+    "allocated_workload_gpu_hours",
+    "allocated_balloon_gpu_hours",
+    "free_gpu_hours",
+    "unavailable_gpu_hours",
+)
+
+
+def _with_evidence(row: Row) -> Row:
+    """The day's row with the sources that cover it in words; a day the inventory did not
+    observe shows its inventory figures as missing, not as zero."""
+    inventory = bool(row["capacity_gpu_hours"])
+    telemetry_only = row["telemetry_only_gpu_hours"] or 0
+    compared = (row["telemetry_gpu_hours"] or 0) - telemetry_only
+    if inventory and compared:
+        evidence = "both sources"
+    elif inventory:
+        evidence = "inventory only"
+    elif telemetry_only:
+        evidence = "telemetry only"
+    else:
+        evidence = None
+    if inventory and telemetry_only:
+        evidence = f"{evidence}; telemetry-only hours"
+    out = dict(row, evidence=evidence)
+    if not inventory:
+        out.update({key: None for key in _INVENTORY_COLUMNS})
+    return out
+
+
+def _percent(ratio: float | None) -> str:
+    return "unknown" if ratio is None else f"{ratio * 100:.0f}\u00a0%"  # never split
+
+
+def _degraded_by_gpu(degraded: Rows) -> Rows:
+    """One row per GPU (in the order of its first measurement in ``degraded``: corroborated
+    first, slowest first) with all its benchmarks below their cohort and the evidence."""
+    by_gpu: dict[tuple[str, str], Rows] = {}
+    for r in degraded:
+        by_gpu.setdefault((r["cluster"], r["gpu_uuid"]), []).append(r)
+    out: Rows = []
+    for (cluster, gpu), rows in by_gpu.items():
+        corroborated = [r for r in rows if r["corroborated"]]
+        verdicts = list(dict.fromkeys(r["verdict"] for r in corroborated or rows))
+        xids = [r["xid_last"] for r in rows if r["xid_last"] is not None]
+        temps = [r["max_gpu_temp_c"] for r in rows if r["max_gpu_temp_c"] is not None]
+        clocks = [r["sm_clock_ratio"] for r in rows if r["sm_clock_ratio"] is not None]
+        out.append(
+            {
+                "cluster": cluster,
+                "gpu_uuid": gpu,
+                "node": rows[0]["node"],
+                "measurements": len(rows),
+                "benchmarks": ", ".join(
+                    f"{r['benchmark']} {r['dtype']} {_percent(r['ratio_to_median'])}"
+                    for r in sorted(rows, key=lambda r: (r["benchmark"], r["dtype"]))
+                ),
+                "worst_ratio": min(r["ratio_to_median"] for r in rows),
+                "verdict": "; ".join(verdicts),
+                "corroborated": bool(corroborated),
+                "xid_last": xids[0] if xids else None,
+                "xid": str(xids[0]) if xids else "none seen",
+                "max_gpu_temp_c": max(temps) if temps else None,
+                "sm_clock_ratio": min(clocks) if clocks else None,
+                "measured_at": max(r["measured_at"] for r in rows),
+            }
+        )
+    return out
+
+
+def _by_kind(findings: list[FleetFinding]) -> list[tuple[str, list[FleetFinding]]]:
+    """The findings of each kind that has any, highest severity first within it; the kinds
+    ordered by their most severe finding, then in KINDS order."""
+    groups = [(kind, [f for f in findings if f.kind == kind]) for kind in KINDS]
+    groups = [
+        (kind, sorted(fs, key=lambda f: SEVERITIES.index(f.severity))) for kind, fs in groups if fs
+    ]
+    return sorted(groups, key=lambda g: SEVERITIES.index(g[1][0].severity))
+
+
+def _summary(groups: list[tuple[str, list[FleetFinding]]]) -> Rows:
+    """Findings counted per kind and severity, in the order of ``_by_kind``."""
+    rows = []
+    for kind, of_kind in groups:
+        row: Row = {"kind": kind, "total": len(of_kind)}
+        row.update({sev: sum(f.severity == sev for f in of_kind) for sev in SEVERITIES})
+        rows.append(row)
+    return rows
 
 
 def _daily_chart(daily: Rows) -> str:
@@ -445,171 +652,188 @@ def _findings(
     daily: Rows,
     gap_days: list[date],
     thin_days: list[date],
+    telemetry_only_days: list[date],
     rejected: Rows,
     current: Row | None,
     namespaces: Rows,
-    degraded: Rows,
+    degraded_gpus: Rows,
     fleet_now: Rows,
     blast: Rows,
     checks: Rows,
-) -> list[Finding]:
-    out: list[Finding] = []
+) -> list[FleetFinding]:
+    out: list[FleetFinding] = []
+
+    def add(kind: str, *finding: str) -> None:
+        out.append(FleetFinding(kind, Finding(*finding)))
+
     for s in sources:
         if not s["succeeded"]:
-            out.append(
-                no_successful_collection(
-                    s, "its figures below are missing, not zero.", REMEDIATION[s["source"]]
-                )
+            finding = no_successful_collection(
+                s, "its figures below are missing, not zero.", REMEDIATION[s["source"]]
             )
+            out.append(FleetFinding("Evidence coverage", finding))
         elif s["failed"]:
-            out.append(
-                Finding(
-                    "medium",
-                    f"{s['source']} collections failed: {s['failed']}",
-                    f"first error: {s['first_error'] or 'not recorded'} (collections.csv)",
-                    "Read the error in marts.collections (`annex status`), fix its cause, and "
-                    "rerun the collection; failed collections load nothing.",
-                )
+            add(
+                "Evidence coverage",
+                "medium",
+                f"{s['source']} collections failed: {s['failed']}",
+                f"first error: {s['first_error'] or 'not recorded'} (collections.csv)",
+                "Read the error in marts.collections (`annex status`), fix its cause, and "
+                "rerun the collection; failed collections load nothing.",
             )
     if daily and gap_days:
-        out.append(
-            Finding(
-                "high",
-                f"{len(gap_days)} of {len(daily)} days have no inventory evidence",
-                "days: " + _days(gap_days) + " (coverage_daily.csv)",
-                REMEDIATION["kubernetes"],
-            )
+        add(
+            "Evidence coverage",
+            "high",
+            f"{len(gap_days)} of {len(daily)} days have no inventory evidence",
+            "days: " + _days(gap_days) + " (coverage_daily.csv)",
+            REMEDIATION["kubernetes"],
+        )
+    if current and current["telemetry_only_gpu_hours"]:
+        add(
+            "Evidence coverage",
+            "high" if not current["capacity_gpu_hours"] else "medium",
+            f"Telemetry covers {current['telemetry_only_gpu_hours']:,} GPU-hours the inventory "
+            "did not observe",
+            f"on {len(telemetry_only_days)} day{'s' if len(telemetry_only_days) > 1 else ''} "
+            f"({_days(telemetry_only_days)}): no allocation "
+            "or capacity is known for them, so they are not compared; their "
+            f"{current['telemetry_only_idle_gpu_hours']:,.1f} GPU-hours idle by DCGM alone are "
+            "shown apart, not as allocated-but-idle (coverage_daily.csv, namespaces.csv)",
+            "Collect the inventory on a schedule over the whole telemetry window (Dagster "
+            "cluster_inventory schedule, hourly), so that every telemetry hour lies between two "
+            "inventory collections.",
         )
     if thin_days:
-        out.append(
-            Finding(
-                "medium",
-                f"Telemetry covers under {TELEMETRY_COVERAGE_MIN:.0%} of capacity on "
-                f"{len(thin_days)} days",
-                "days: " + _days(thin_days) + " (coverage_daily.csv)",
-                REMEDIATION["telemetry"],
-            )
+        add(
+            "Evidence coverage",
+            "medium",
+            f"Telemetry covers under {TELEMETRY_COVERAGE_MIN:.0%} of capacity on "
+            f"{len(thin_days)} days",
+            "days: " + _days(thin_days) + " (coverage_daily.csv)",
+            REMEDIATION["telemetry"],
         )
     by_source: dict[str, int] = {}
     for r in rejected:
         by_source[r["source"]] = by_source.get(r["source"], 0) + r["records"]
     for source, records in sorted(by_source.items()):
-        out.append(
-            Finding(
-                "low",
-                f"{source} records rejected: {records}",
-                "reasons: "
-                + ", ".join(sorted({r["reason_code"] for r in rejected if r["source"] == source}))
-                + " (rejected.csv)",
-                'Inspect them with `annex sql -c "select * from marts.rejected_records"` and fix '
-                "the producer; they are kept with their reason, nothing else was lost.",
-            )
+        add(
+            "Rejected input",
+            "low",
+            f"{source} records rejected: {records}",
+            "reasons: "
+            + ", ".join(sorted({r["reason_code"] for r in rejected if r["source"] == source}))
+            + " (rejected.csv)",
+            'Inspect them with `annex sql -c "select * from marts.rejected_records"` and fix '
+            "the producer; they are kept with their reason, nothing else was lost.",
         )
-    for r in degraded:
-        if r["corroborated"]:
-            out.append(
-                Finding(
-                    "high" if r["xid_last"] is not None else "medium",
-                    f"GPU {r['gpu_uuid']} on {r['node']} is degraded: {r['verdict']}",
-                    f"{r['benchmark']} {r['dtype']} at {r['ratio_to_median']:.0%} of its cohort "
-                    "median (degraded.csv)",
-                    "Drain the node, run the vendor diagnostics (dcgmi diag -r 3) and replace "
-                    "the GPU if the XID or row-remap evidence repeats.",
-                )
-            )
-    uncorroborated = {(r["cluster"], r["gpu_uuid"]) for r in degraded if not r["corroborated"]}
+    for g in degraded_gpus:
+        if not g["corroborated"]:
+            continue
+        evidence = [f"{g['measurements']} below their cohort's median: {g['benchmarks']}"]
+        if g["xid_last"] is not None:
+            evidence.append(f"XID {g['xid_last']}")
+        if g["max_gpu_temp_c"] is not None:
+            evidence.append(f"up to {g['max_gpu_temp_c']:.0f} °C")
+        if g["sm_clock_ratio"] is not None:
+            evidence.append(f"SM clock {_percent(g['sm_clock_ratio'])} of its cohort's")
+        add(
+            "Degraded GPU",
+            "high" if g["xid_last"] is not None else "medium",
+            f"{g['gpu_uuid']} on {g['node']} is degraded: {g['verdict']}",
+            "; ".join(evidence) + " (degraded.csv)",
+            DEGRADED_REMEDIATION,
+        )
+    uncorroborated = [g for g in degraded_gpus if not g["corroborated"]]
     if uncorroborated:
-        out.append(
-            Finding(
-                "medium",
-                f"{len(uncorroborated)} GPUs are slow without telemetry corroboration",
-                "below their cohort's threshold (degraded.csv)",
-                "Rerun the benchmark on them; check NVLink/PCIe and HBM.",
-            )
+        add(
+            "Degraded GPU",
+            "medium",
+            f"{len(uncorroborated)} GPUs are slow without telemetry corroboration",
+            "below their cohort's threshold: "
+            + ", ".join(f"{g['gpu_uuid']} on {g['node']}" for g in uncorroborated[:5])
+            + (f" and {len(uncorroborated) - 5} more" if len(uncorroborated) > 5 else "")
+            + " (degraded.csv)",
+            "Rerun the benchmark on them; check NVLink/PCIe and HBM.",
         )
     if current and current["capacity_gpu_hours"]:
         share = (current["unavailable_gpu_hours"] or 0) / current["capacity_gpu_hours"]
         if share > UNAVAILABLE_SHARE_MAX:
-            out.append(
-                Finding(
-                    "medium",
-                    f"{share:.1%} of capacity GPU-hours were unavailable",
-                    "unhealthy devices or NotReady/cordoned nodes (pools.csv, domains.csv)",
-                    "Find the nodes in marts.gpu_hours_daily_by_node (unavailable_gpu_hours) "
-                    "and repair or remove them from the pool.",
-                )
+            add(
+                "Capacity",
+                "medium",
+                f"{share:.1%} of capacity GPU-hours were unavailable",
+                "unhealthy devices or NotReady/cordoned nodes (pools.csv, domains.csv)",
+                "Find the nodes in marts.gpu_hours_daily_by_node (unavailable_gpu_hours) "
+                "and repair or remove them from the pool.",
             )
     for r in namespaces:
         if (
             r["idle_share"] is not None
             and r["idle_share"] > IDLE_SHARE_MAX
-            and (r["dcgm_allocated_gpu_hours"] or 0) >= IDLE_MIN_GPU_HOURS
+            and (r["allocated_observed_gpu_hours"] or 0) >= IDLE_MIN_GPU_HOURS
         ):
-            out.append(
-                Finding(
-                    "medium",
-                    f"Team {r['namespace']} left {r['idle_share']:.0%} of its allocated "
-                    "GPU-hours idle",
-                    f"{r['allocated_idle_gpu_hours']:,.1f} of {r['dcgm_allocated_gpu_hours']:,.1f}"
-                    f" GPU-hours on {r['cluster']} (namespaces.csv, idle_gpus.csv)",
-                    "Ask the team to release idle GPUs (stop idle notebooks, right-size "
-                    "requests) or set an idle-reclaim policy.",
-                )
+            add(
+                "Idle allocation",
+                "medium",
+                f"Team {r['namespace']} left {r['idle_share']:.0%} of its allocated GPU-hours idle",
+                f"{r['allocated_idle_gpu_hours']:,.1f} of the "
+                f"{r['allocated_observed_gpu_hours']:,.1f} allocated GPU-hours both sources saw "
+                f"on {r['cluster']} "
+                "(namespaces.csv, idle_gpus.csv)",
+                "Ask the team to release idle GPUs (stop idle notebooks, right-size "
+                "requests) or set an idle-reclaim policy.",
             )
     for f in fleet_now:
         if f["snapshot_consistent"] is False and f["nodes"]:
-            out.append(
-                Finding(
-                    "medium",
-                    f"The latest inventory of {f['cluster']} is not a consistent snapshot",
-                    "a list restarted after 410 Expired (fleet_now.csv)",
-                    "Raise kubernetes.page_size or max_list_restarts and collect again.",
-                )
+            add(
+                "Inventory consistency",
+                "medium",
+                f"The latest inventory of {f['cluster']} is not a consistent snapshot",
+                "a list restarted after 410 Expired (fleet_now.csv)",
+                "Raise kubernetes.page_size or max_list_restarts and collect again.",
             )
     for b in blast:
         if b["domains_at_level"] > 1 and b["blast_radius_share"] >= 0.5:
-            out.append(
-                Finding(
-                    "low",
-                    f"Failure domain {b['domain']} holds {b['blast_radius_share']:.0%} of "
-                    f"{b['cluster']}'s GPUs",
-                    f"{b['blast_radius_gpus']} GPUs, {b['blast_radius_workload_gpus']} in use "
-                    f"({b['level_label']}; blast_radius.csv)",
-                    "Spread large jobs and spare capacity across domains, or accept the risk "
-                    "in writing.",
-                )
+            add(
+                "Failure domain",
+                "low",
+                f"Failure domain {b['domain']} holds {b['blast_radius_share']:.0%} of "
+                f"{b['cluster']}'s GPUs",
+                f"{b['blast_radius_gpus']} GPUs, {b['blast_radius_workload_gpus']} in use "
+                f"({b['level_label']}; blast_radius.csv)",
+                "Spread large jobs and spare capacity across domains, or accept the risk "
+                "in writing.",
             )
     if not checks:
-        out.append(
-            Finding(
-                "medium",
-                "No asset checks were evaluated in the period",
-                "marts.check_results has no rows for it (checks.csv)",
-                "Run the collections through Dagster (`annex run`), which evaluates the checks.",
-            )
+        add(
+            "Asset check",
+            "medium",
+            "No asset checks were evaluated in the period",
+            "marts.check_results has no rows for it (checks.csv)",
+            "Run the collections through Dagster (`annex run`), which evaluates the checks.",
         )
     for c in checks:
         if c["last_passed"] is False:
-            out.append(
-                Finding(
-                    "high" if c["severity"] == "ERROR" else "medium",
-                    f"Check {c['check_name']} on {c['asset']} is failing",
-                    f"{c['failures']} of {c['evaluations']} evaluations failed; latest: "
-                    f"{c['last_details']} (checks.csv)",
-                    "Open the asset in the Dagster UI, read the check's metadata, fix the "
-                    "input and rerun the collection.",
-                )
+            add(
+                "Asset check",
+                "high" if c["severity"] == "ERROR" else "medium",
+                f"Check {c['check_name']} on {c['asset']} is failing",
+                f"{c['failures']} of {c['evaluations']} evaluations failed; latest: "
+                f"{c['last_details']} (checks.csv)",
+                "Open the asset in the Dagster UI, read the check's metadata, fix the "
+                "input and rerun the collection.",
             )
         elif c["failures"]:
-            out.append(
-                Finding(
-                    "info",
-                    f"Check {c['check_name']} on {c['asset']} failed earlier, passes now",
-                    f"{c['failures']} of {c['evaluations']} evaluations failed (checks.csv)",
-                    "None needed; confirm the cause was fixed.",
-                )
+            add(
+                "Asset check",
+                "info",
+                f"Check {c['check_name']} on {c['asset']} failed earlier, passes now",
+                f"{c['failures']} of {c['evaluations']} evaluations failed (checks.csv)",
+                "None needed; confirm the cause was fixed.",
             )
-    return ordered(out)
+    # high first; within a severity by kind, in the order the rules found them
+    return sorted(out, key=lambda f: (SEVERITIES.index(f.severity), KINDS.index(f.kind)))
 
 
 def _days(days: list[date]) -> str:

@@ -159,7 +159,8 @@ def build_scenario(directory: Path, names: Names | None = None) -> Warehouse:
                    CASE WHEN day < telemetry_until THEN 8 ELSE 0 END,
                    0, 0, 0, 0, 0, 0,
                    CASE WHEN day < telemetry_until THEN 8 * 700 * 3600.0 ELSE 0 END,
-                   0, TIMESTAMP '2026-11-01 00:00:00'
+                   0, TIMESTAMP '2026-11-01 00:00:00',
+                   CASE WHEN day < telemetry_until THEN workload ELSE 0 END, 0, 0
             FROM nodes, hours
             """,
             [CLUSTER],
@@ -172,7 +173,8 @@ def build_scenario(directory: Path, names: Names | None = None) -> Warehouse:
                    CASE WHEN day < telemetry_until THEN idle ELSE 0 END,
                    CASE WHEN day < telemetry_until THEN workload - idle ELSE 0 END,
                    CASE WHEN day < telemetry_until THEN workload ELSE 0 END,
-                   0, 0, 0, 0, 0, 0, 0, 0, TIMESTAMP '2026-11-01 00:00:00'
+                   0, 0, 0, 0, 0, 0, 0, 0, TIMESTAMP '2026-11-01 00:00:00',
+                   CASE WHEN day < telemetry_until THEN workload ELSE 0 END, 0, 0
             FROM nodes, hours
             WHERE day >= DATE '2026-10-01'
             """,

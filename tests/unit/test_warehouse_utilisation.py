@@ -10,6 +10,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from tests.unit.fleet_invariants import groupings_checked, violations
 from warehouse import Warehouse, load_collection
 from warehouse.models.gpubench import GPUBENCH_MODEL
 from warehouse.models.telemetry import TELEMETRY_MODEL
@@ -631,3 +632,117 @@ def test_refresh_inside_the_callers_transaction_commits_with_it(wh: Warehouse) -
     assert query(wh, "SELECT count(*) FROM marts.gpu_hourly") == [(0,)]
     assert query(wh, "SELECT rolled_up FROM audit.telemetry_loads") == [(False,)]
     assert refresh(wh)["gpu_hourly_rows"] == 1
+
+
+def test_a_hand_built_month_holds_idle_within_allocation_and_buckets_to_capacity(
+    wh: Warehouse,
+) -> None:
+    """Thirty days in which the two sources disagree in every way they can: telemetry after the
+    inventory's horizon and from a node it never saw, DCGM pod labels that outlive the pod's
+    interval, an interval holding more GPUs than its node has, a cordon. Idle GPU-hours are
+    compared with allocation only where both sources saw the node-hour; the rest is shown as
+    telemetry-only. Worked by hand: one sample per GPU at half past every hour."""
+    day = lambda d: T0 + timedelta(days=d)  # noqa: E731
+    inventory(
+        wh,
+        nodes=[
+            {"uid": "ua", "name": "node-a", "pool": "pool-a", "region": "eu-west",
+             "capacity": 8, "allocatable": 8, "valid_from": day(0)},
+            {"uid": "ub", "name": "node-b", "pool": "pool-b", "region": "eu-east",
+             "capacity": 8, "allocatable": 7, "valid_from": day(0), "valid_to": day(10)},
+            {"uid": "ub", "name": "node-b", "pool": "pool-b", "region": "eu-east",
+             "capacity": 8, "allocatable": 7, "cordoned": True, "valid_from": day(10)},
+            {"uid": "uc", "name": "node-c", "pool": "pool-b", "region": "eu-east",
+             "capacity": 4, "allocatable": 4, "valid_from": day(20)},
+        ],
+        allocations=[
+            {"pod": "train-a", "namespace": "team-a", "node": "node-a", "gpus": 4,
+             "valid_from": day(0)},
+            {"pod": "balloon-a", "namespace": "balloons", "node": "node-a", "gpus": 2,
+             "category": "balloon", "valid_from": day(0)},
+            {"pod": "notebook-b", "namespace": "team-b", "node": "node-b", "gpus": 2,
+             "valid_from": day(2), "valid_to": day(12)},
+            # an interval that outlived its node's capacity: 6 GPUs on a 4-GPU node
+            {"pod": "stale-c", "namespace": "team-c", "node": "node-c", "gpus": 6,
+             "valid_from": day(20), "valid_to": day(22)},
+        ],
+        horizon=day(25),  # the latest collection: nothing is known of the inventory after it
+    )  # fmt: skip
+
+    def hourly(first_day: int, last_day: int) -> list[int]:
+        return list(range(first_day * 1440 + 30, (last_day + 1) * 1440, 60))
+
+    t = Telemetry()
+    month = hourly(0, 29)
+    for i in range(1, 5):
+        t.add(f"GPU-a{i}", "gr_engine_active", month, [0.9] * len(month),
+              node="node-a", pod="train-a", namespace="team-a")  # fmt: skip
+    for i in (5, 6):
+        t.add(f"GPU-a{i}", "gr_engine_active", month, [0.0] * len(month),
+              node="node-a", pod="balloon-a", namespace="balloons")  # fmt: skip
+    # the notebook idles; DCGM keeps its label two days after the inventory saw it go
+    notebook = hourly(2, 13)
+    for i in (1, 2):
+        t.add(f"GPU-b{i}", "gr_engine_active", notebook, [0.01] * len(notebook),
+              node="node-b", pod="notebook-b", namespace="team-b")  # fmt: skip
+    # a node the inventory never listed
+    t.add("GPU-g1", "gr_engine_active", month, [0.0] * len(month),
+          node="ghost-1", pod="job-g", namespace="team-g")  # fmt: skip
+    load(wh, t)
+    refresh(wh)
+
+    with duckdb.connect(str(wh.path), read_only=True) as con:
+        assert violations(con) == []
+        checked = groupings_checked(con)
+    assert all(rows > 0 for rows in checked.values()), checked
+    assert query(wh, "SELECT count(DISTINCT day) FROM marts.gpu_hours_daily_by_pool") == [(30,)]
+
+    def team(namespace: str, d: int) -> tuple:
+        return query(
+            wh,
+            "SELECT round(allocated_workload_gpu_hours, 6), round(dcgm_allocated_gpu_hours, 6), "
+            "round(allocated_observed_gpu_hours, 6), round(allocated_idle_gpu_hours, 6), "
+            "round(telemetry_only_gpu_hours, 6), round(telemetry_only_idle_gpu_hours, 6) "
+            "FROM marts.gpu_hours_daily_by_namespace WHERE namespace = ? AND day = ?",
+            [namespace, day(d).date()],
+        )[0]
+
+    # day 5, both sources saw everything: the notebook's 2 GPUs idled all day
+    assert team("team-b", 5) == (48.0, 48.0, 48.0, 48.0, 0.0, 0.0)
+    assert team("team-a", 5) == (96.0, 96.0, 96.0, 0.0, 0.0, 0.0)
+    # day 13: the inventory saw the notebook go on day 12; DCGM's stale labels are not
+    # allocation, so its idle hours are not counted against team-b
+    assert team("team-b", 13) == (0.0, 48.0, 0.0, 0.0, 0.0, 0.0)
+    # a node the inventory never saw: telemetry only, every day, idle shown apart
+    assert team("team-g", 5) == (0.0, 24.0, 0.0, 0.0, 24.0, 24.0)
+    # day 27, after the inventory's horizon: no allocation known, nothing compared
+    assert team("team-a", 27) == (0.0, 96.0, 0.0, 0.0, 96.0, 0.0)
+    # the over-full interval holds the node's 4 GPUs, not 6
+    assert team("team-c", 21) == (96.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+    pools = query(
+        wh,
+        "SELECT day, pool, capacity_gpu_hours, round(allocated_workload_gpu_hours, 6), "
+        "allocated_balloon_gpu_hours, round(free_gpu_hours, 6), unavailable_gpu_hours, "
+        "telemetry_gpu_hours, telemetry_only_gpu_hours, round(allocated_idle_gpu_hours, 6), "
+        "round(telemetry_only_idle_gpu_hours, 6) FROM marts.gpu_hours_daily_by_pool "
+        "WHERE day IN (?, ?, ?, ?) ORDER BY day, pool",
+        [day(5).date(), day(10).date(), day(21).date(), day(27).date()],
+    )
+    assert pools == [
+        # node-a: 4 training + 2 balloon GPUs of 8; its 6 GPUs report (the balloon's idle is
+        # not idle); node-b: 1 unhealthy GPU, the notebook's 2 idle; ghost-1: telemetry only
+        (day(5).date(), "pool-a", 192.0, 96.0, 48.0, 48.0, 0.0, 144, 0, 0.0, 0.0),
+        (day(5).date(), "pool-b", 192.0, 48.0, 0.0, 120.0, 24.0, 48, 0, 48.0, 0.0),
+        (day(5).date(), "unknown", 0.0, 0.0, 0.0, 0.0, 0.0, 24, 24, 0.0, 24.0),
+        # node-b cordoned from day 10: its unallocated allocatable GPUs are unavailable
+        (day(10).date(), "pool-a", 192.0, 96.0, 48.0, 48.0, 0.0, 144, 0, 0.0, 0.0),
+        (day(10).date(), "pool-b", 192.0, 48.0, 0.0, 0.0, 144.0, 48, 0, 48.0, 0.0),
+        (day(10).date(), "unknown", 0.0, 0.0, 0.0, 0.0, 0.0, 24, 24, 0.0, 24.0),
+        # node-c joins pool-b; its over-full interval fills it, never beyond
+        (day(21).date(), "pool-a", 192.0, 96.0, 48.0, 48.0, 0.0, 144, 0, 0.0, 0.0),
+        (day(21).date(), "pool-b", 288.0, 96.0, 0.0, 0.0, 192.0, 0, 0, 0.0, 0.0),
+        (day(21).date(), "unknown", 0.0, 0.0, 0.0, 0.0, 0.0, 24, 24, 0.0, 24.0),
+        # after the horizon: telemetry only, no capacity, nothing compared
+        (day(27).date(), "unknown", 0.0, 0.0, 0.0, 0.0, 0.0, 168, 168, 0.0, 24.0),
+    ]

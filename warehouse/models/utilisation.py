@@ -757,20 +757,38 @@ allocation_hours AS (
                      INTERVAL 1 HOUR)) AS hour
     FROM allocations
     WHERE valid_to > valid_from
+),
+held AS (
+    SELECT
+        s.segment,
+        s.cluster,
+        s.hour,
+        a.namespace,
+        a.category,
+        sum(a.gpus * epoch(least(s.seg_to, a.valid_to) - greatest(s.seg_from, a.valid_from))
+            / 3600.0) AS gpu_hours
+    FROM util_segments AS s
+    JOIN allocation_hours AS a
+        ON a.cluster = s.cluster AND a.node_name = s.node_name AND a.hour = s.hour
+        AND a.valid_from < s.seg_to AND a.valid_to > s.seg_from
+    GROUP BY s.segment, s.cluster, s.hour, a.namespace, a.category
 )
+-- Never more GPU-hours held than the node version has (intervals that outlive a capacity
+-- drop): beyond it, each holder keeps its share of the capacity, so the buckets of
+-- marts.node_gpu_hours sum to capacity whatever the intervals say.
 SELECT
-    s.segment,
-    s.cluster,
-    s.hour,
-    a.namespace,
-    a.category,
-    sum(a.gpus * epoch(least(s.seg_to, a.valid_to) - greatest(s.seg_from, a.valid_from))
-        / 3600.0) AS gpu_hours
-FROM util_segments AS s
-JOIN allocation_hours AS a
-    ON a.cluster = s.cluster AND a.node_name = s.node_name AND a.hour = s.hour
-    AND a.valid_from < s.seg_to AND a.valid_to > s.seg_from
-GROUP BY s.segment, s.cluster, s.hour, a.namespace, a.category;
+    h.segment,
+    h.cluster,
+    h.hour,
+    h.namespace,
+    h.category,
+    h.gpu_hours * coalesce(
+        least(1.0, s.capacity * s.seg_hours
+                   / nullif(sum(h.gpu_hours) OVER (PARTITION BY h.segment), 0)),
+        1.0
+    ) AS gpu_hours
+FROM held AS h
+JOIN util_segments AS s USING (segment);
 """
 
 _TELEMETRY_IN_CHUNK = """
@@ -840,7 +858,7 @@ telemetry AS (
             AS dcgm_allocated_gpu_hours,
         coalesce(sum(pod_label_fraction)
             FILTER (WHERE pod_category = 'workload' AND busy < {IDLE_BUSY_THRESHOLD}), 0)
-            AS allocated_idle_gpu_hours,
+            AS dcgm_idle_gpu_hours,
         coalesce(sum(busy), 0) AS busy_gpu_hours,
         count(busy) AS busy_observed_gpu_hours,
         coalesce(sum(sm_active), 0) AS sm_active_gpu_hours,
@@ -875,7 +893,18 @@ SELECT
         AS allocated_beyond_allocatable_gpu_hours,
     coalesce(t.telemetry_gpu_hours, 0) AS telemetry_gpu_hours,
     coalesce(t.dcgm_allocated_gpu_hours, 0) AS dcgm_allocated_gpu_hours,
-    coalesce(t.allocated_idle_gpu_hours, 0) AS allocated_idle_gpu_hours,
+    -- the two sources are compared only where both saw the node-hour (i: the inventory
+    -- observed it), and idle is held to the inventory's allocation: idle <= allocated
+    CASE WHEN i.cluster IS NULL THEN 0
+        ELSE least(coalesce(t.dcgm_allocated_gpu_hours, 0), i.allocated_workload_gpu_hours)
+    END AS allocated_observed_gpu_hours,
+    CASE WHEN i.cluster IS NULL THEN 0
+        ELSE least(coalesce(t.dcgm_idle_gpu_hours, 0), i.allocated_workload_gpu_hours)
+    END AS allocated_idle_gpu_hours,
+    CASE WHEN i.cluster IS NULL THEN coalesce(t.telemetry_gpu_hours, 0) ELSE 0 END
+        AS telemetry_only_gpu_hours,
+    CASE WHEN i.cluster IS NULL THEN coalesce(t.dcgm_idle_gpu_hours, 0) ELSE 0 END
+        AS telemetry_only_idle_gpu_hours,
     coalesce(t.busy_gpu_hours, 0) AS busy_gpu_hours,
     coalesce(t.busy_observed_gpu_hours, 0) AS busy_observed_gpu_hours,
     coalesce(t.sm_active_gpu_hours, 0) AS sm_active_gpu_hours,
@@ -906,14 +935,25 @@ WITH inventory AS (
     FROM util_held
     GROUP BY cluster, namespace, hour
 ),
+observed AS (
+    SELECT DISTINCT cluster, node_name, hour FROM util_segments
+),
 telemetry AS (
     SELECT
-        cluster,
-        workload_namespace AS namespace,
-        hour,
-        sum(pod_label_fraction) AS dcgm_allocated_gpu_hours,
-        coalesce(sum(pod_label_fraction) FILTER (WHERE busy < {IDLE_BUSY_THRESHOLD}), 0)
-            AS allocated_idle_gpu_hours,
+        g.cluster,
+        g.workload_namespace AS namespace,
+        g.hour,
+        sum(g.pod_label_fraction) AS dcgm_allocated_gpu_hours,
+        coalesce(sum(g.pod_label_fraction) FILTER (WHERE o.hour IS NOT NULL), 0)
+            AS dcgm_observed_gpu_hours,
+        coalesce(sum(g.pod_label_fraction)
+            FILTER (WHERE o.hour IS NOT NULL AND g.busy < {IDLE_BUSY_THRESHOLD}), 0)
+            AS dcgm_observed_idle_gpu_hours,
+        coalesce(sum(g.pod_label_fraction) FILTER (WHERE o.hour IS NULL), 0)
+            AS telemetry_only_gpu_hours,
+        coalesce(sum(g.pod_label_fraction)
+            FILTER (WHERE o.hour IS NULL AND g.busy < {IDLE_BUSY_THRESHOLD}), 0)
+            AS telemetry_only_idle_gpu_hours,
         coalesce(sum(busy * pod_label_fraction), 0) AS busy_gpu_hours,
         coalesce(sum(pod_label_fraction) FILTER (WHERE busy IS NOT NULL), 0)
             AS busy_observed_gpu_hours,
@@ -930,9 +970,11 @@ telemetry AS (
             AS energy_joules,
         coalesce(sum(energy_estimated_joules * pod_label_fraction)
             FILTER (WHERE energy_joules IS NULL), 0) AS energy_estimated_joules
-    FROM ({_TELEMETRY_IN_CHUNK})
-    WHERE pod_category = 'workload'
-    GROUP BY cluster, workload_namespace, hour
+    FROM ({_TELEMETRY_IN_CHUNK}) AS g
+    LEFT JOIN observed AS o
+        ON o.cluster = g.cluster AND o.node_name = g.node_name AND o.hour = g.hour
+    WHERE g.pod_category = 'workload'
+    GROUP BY g.cluster, g.workload_namespace, g.hour
 )
 SELECT
     coalesce(i.cluster, t.cluster) AS cluster,
@@ -942,7 +984,14 @@ SELECT
     coalesce(i.allocated_workload_gpu_hours, 0) AS allocated_workload_gpu_hours,
     coalesce(i.allocated_balloon_gpu_hours, 0) AS allocated_balloon_gpu_hours,
     coalesce(t.dcgm_allocated_gpu_hours, 0) AS dcgm_allocated_gpu_hours,
-    coalesce(t.allocated_idle_gpu_hours, 0) AS allocated_idle_gpu_hours,
+    -- compared with the inventory only on the nodes it observed in the hour, and held to the
+    -- namespace's inventory allocation: idle <= allocated_observed <= allocated_workload
+    least(coalesce(t.dcgm_observed_gpu_hours, 0), coalesce(i.allocated_workload_gpu_hours, 0))
+        AS allocated_observed_gpu_hours,
+    least(coalesce(t.dcgm_observed_idle_gpu_hours, 0),
+          coalesce(i.allocated_workload_gpu_hours, 0)) AS allocated_idle_gpu_hours,
+    coalesce(t.telemetry_only_gpu_hours, 0) AS telemetry_only_gpu_hours,
+    coalesce(t.telemetry_only_idle_gpu_hours, 0) AS telemetry_only_idle_gpu_hours,
     coalesce(t.busy_gpu_hours, 0) AS busy_gpu_hours,
     coalesce(t.busy_observed_gpu_hours, 0) AS busy_observed_gpu_hours,
     coalesce(t.sm_active_gpu_hours, 0) AS sm_active_gpu_hours,
