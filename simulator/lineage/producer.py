@@ -239,21 +239,29 @@ ACTIVE_PARAMETERS = {  # N of 6·N·D of the world's models (their files in simu
     "whisper-large": 1.55e9,
     "protein-fold": 650e6,
 }
+JOB_PEAK_TFLOPS = {  # dense bf16 TFLOP/s of the world's GPU products (NVIDIA's datasheets)
+    "NVIDIA-H100-80GB-HBM3": 989.4,
+    "NVIDIA-A100-SXM4-80GB": 312.0,
+    "NVIDIA-A100-SXM4-40GB": 312.0,
+    "NVIDIA-GB200": 2500.0,
+}
 BASE_TRAINING_GPU = "NVIDIA-H100-80GB-HBM3"  # the GFD product label of the H100 SXM
 BASE_TRAINING_MFU = 0.4  # the utilisation a base pre-training run's GPU count is sized for
 
 
-def base_training_hardware(
+def declared_hardware(
     model: str, tokens: float, hours: float, flop_per_token: int = 6
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], float]:
     """The hardware a run before the world's cluster inventory declares
-    (annex_trainingRun.resources): only its producer knows it. Sized so that
-    ``flop_per_token``·N·D (6 for training, 2 for generation) takes ``hours`` on H100s (989.4
-    dense bf16 TFLOP/s) at 40 % MFU, in whole nodes of 8."""
+    (annex_trainingRun.resources: only its producer knows it), and the hours it then takes.
+    Sized so that ``flop_per_token``·N·D (6 for training, 2 for generation) takes ``hours`` on
+    H100s (989.4 dense bf16 TFLOP/s) at 40 % MFU, in whole nodes of 8; a job too small for one
+    node runs on one node for as long as it needs."""
     flop = flop_per_token * ACTIVE_PARAMETERS[model] * tokens
-    seconds = flop / (989.4e12 * BASE_TRAINING_MFU)
-    gpus = max(8, 8 * math.ceil(seconds / (hours * 3600) / 8))
-    return {"gpuCount": gpus, "gpuProduct": BASE_TRAINING_GPU}
+    gpu_seconds = flop / (989.4e12 * BASE_TRAINING_MFU)
+    gpus = max(8, 8 * math.ceil(gpu_seconds / (hours * 3600) / 8))
+    hours = min(hours, gpu_seconds / gpus / 3600)
+    return {"gpuCount": gpus, "gpuProduct": BASE_TRAINING_GPU}, hours
 
 
 def generated(model: str, kept_tokens: int) -> dict[str, Any]:
@@ -772,7 +780,9 @@ class _Lineage:
         base = _checkpoint(model, "base", f"base-{self._suffix()}")
         self.base[model] = base
         base_start = end + timedelta(hours=self.rng.uniform(2, 24))
-        base_hours = self.rng.uniform(24 * 20, 24 * 30)
+        resources, base_hours = declared_hardware(
+            model, budget_tokens, self.rng.uniform(24 * 20, 24 * 30)
+        )
         self.base_end[model] = self._stage(
             f"basetrain:{model}",
             namespace,
@@ -784,7 +794,7 @@ class _Lineage:
             [shards.read(self._usage(budget_tokens, 1.0, budget_tokens))],
             [base.written()],
             parent,
-            resources=base_training_hardware(model, budget_tokens, base_hours),
+            resources=resources,
         )
 
     def _langs(self, key: str) -> list[str]:
@@ -834,7 +844,9 @@ class _Lineage:
             },
         )
         generation = generated(model, tokens)
-        hours = self.rng.uniform(8, 36)
+        resources, hours = declared_hardware(
+            teacher, generation["tokensGenerated"], self.rng.uniform(8, 36), 2
+        )
         end = self._stage(
             f"synthgen:{model}",
             namespace,
@@ -847,7 +859,7 @@ class _Lineage:
             [synthetic.written()],
             parent,
             generation=generation,
-            resources=base_training_hardware(teacher, generation["tokensGenerated"], hours, 2),
+            resources=resources,
         )
         mix = [*self.catalog.fine_tuning[family]]
         weight = round(1.0 - sum(w for _, w in mix), 3)
@@ -884,7 +896,9 @@ class _Lineage:
         self.instruct[model] = instruct
         # the campaign's released fine-tuned model: base + instruct (closes the diamond)
         release_start = end + timedelta(hours=self.rng.uniform(2, 12))
-        release_hours = self.rng.uniform(12, 48)
+        release_hardware, release_hours = declared_hardware(
+            model, budget_tokens, self.rng.uniform(12, 48)
+        )
         self._stage(
             f"release:{model}",
             namespace,
@@ -900,9 +914,29 @@ class _Lineage:
             [_checkpoint(model, "release-v1", f"rel-{self._suffix()}").written()],
             parent,
             method="SUPERVISED",
-            resources=base_training_hardware(model, budget_tokens, release_hours),
+            resources=release_hardware,
         )
         return instruct
+
+    def _job_tokens(self, run: TrainingRun, model: str) -> int:
+        """The tokens a world Job trains on (its START plans the whole run): what its GPUs
+        process at 45-59 % of their dense peak (the training role's tensor activity) over its
+        span; a running Job plans 1.5-3 times the time it has run so far. Fixed per Job."""
+        gpus = run.pods * run.gpus_per_pod if run.gpu_resource == "nvidia.com/gpu" else 1
+        products = {n["metadata"]["name"]: n["metadata"]["labels"] for n in self.world.nodes}
+        peak = min(
+            (
+                JOB_PEAK_TFLOPS.get(products.get(node, {}).get("nvidia.com/gpu.product", ""), 312.0)
+                for node in run.nodes
+            ),
+            default=312.0,
+        )
+        key = zlib.crc32(run.job_name.encode())
+        start = run.started or self.now
+        end = run.finished or start + (self.now - start) * (1.5 + (key % 150) / 100)
+        mfu = 0.45 + (key // 150 % 15) / 100
+        seconds = max(60.0, (end - start).total_seconds())
+        return max(1, int(gpus * seconds * peak * 1e12 * mfu / (6 * ACTIVE_PARAMETERS[model])))
 
     def _world_run(self, run: TrainingRun) -> None:
         if run.state == "queued" or run.started is None:
@@ -914,21 +948,22 @@ class _Lineage:
         stage = STAGES.get(word, "PRETRAINING")
         shards = self.shards[model]
         if stage == "PRETRAINING":
-            fraction = 0.02 if word == "ablation" else self.rng.uniform(0.3, 1.0)
-            budget = int(self.pretrain_tokens[model] * fraction)
+            self.rng.uniform(0.3, 1.0)  # kept: the draws after it stay as they were
+            budget = self._job_tokens(run, model)
             inputs = [shards.read(self._usage(self._tokens(shards), 1.0, budget))]
             if word != "ablation":  # continued pre-training resumes from the base checkpoint
                 inputs.insert(0, self.base[model].read())
         else:
             instruct = self._instruct(model)
             tokens = self._tokens(instruct)
-            epochs = self.rng.choice((1, 2, 3))
+            self.rng.choice((1, 2, 3))  # kept: the draws after it stay as they were
+            consumed = self._job_tokens(run, model)
             inputs = [
                 self.base[model].read(),
                 instruct.read(
                     AnnexTrainingUsageInputDatasetFacet(
-                        tokensConsumed=tokens * epochs,
-                        epochs=float(epochs),
+                        tokensConsumed=consumed,
+                        epochs=round(consumed / max(1, tokens), 3),
                         samplingWeight=1.0,
                         producer=PRODUCER,
                     )

@@ -2,8 +2,8 @@
 Kubernetes API, the lineage events of its training runs, the registry files of
 simulator/models/, then the compute marts, checked against the world's own truth (GPU counts
 and durations, the token counts its lineage producer emitted). In this world (24 nodes, seed
-3) the text models cross 10^23 and annex-lm-400b's running pre-training is planned to take it
-past 10^25."""
+3) the text models cross 10^23 (no notification: Guidelines footnote 7) and none reaches
+10^25."""
 
 from __future__ import annotations
 
@@ -111,23 +111,26 @@ def test_architecture_compute_is_six_n_d_of_the_emitted_tokens(world_marts: tupl
         assert row["architecture_flop"] == pytest.approx(6 * n * tokens[run_id])
 
 
-def test_a_model_crosses_1e23_and_a_running_job_is_planned_past_1e25(world_marts: tuple) -> None:
+def test_text_models_cross_1e23_without_a_notification(world_marts: tuple) -> None:
+    """Crossing 10^23 makes a language model a presumed GPAI model and obliges no notification
+    (Guidelines point 17, footnote 7); a model that generates no language is outside it. Only
+    the counted runs' plans project 10^25, and in this world none reaches it."""
     _, _, wh, _ = world_marts
     status = {
         (t["model_name"], t["threshold"]): t
         for t in _rows(wh, "SELECT * FROM marts.model_compute_thresholds")
     }
-    assert status[("llama-70b", "gpai")]["status"] == "crossed"
-    assert status[("llama-70b", "systemic_risk")]["status"] == "below"
-    assert status[("vit-h14", "gpai")]["status"] == "not_applicable"  # not generative
-    systemic = status[("annex-lm-400b", "systemic_risk")]
-    assert systemic["status"] == "projected" and systemic["alert"]
-    assert systemic["projection_basis"] == "planned_tokens"
+    for model in ("annex-lm-400b", "llama-70b"):
+        gpai = status[(model, "gpai")]
+        assert gpai["status"] == "crossed" and gpai["notification_due"] is None
+        assert gpai["learned_at"] is not None and gpai["learned_at"] <= gpai["crossed_at"]
+        assert status[(model, "systemic_risk")]["status"] == "below"
+    assert status[("vit-h14", "gpai")]["status"] == "not_applicable"  # outputs: other
     (model,) = _rows(wh, "SELECT * FROM marts.model_compute WHERE model_name = 'annex-lm-400b'")
-    assert model["cumulative_compute_flop"] < 1e25 <= model["planned_compute_flop"]
+    assert model["cumulative_compute_flop"] < 1e25
     with wh.reader() as con:
         text = render_text(model_report(con, "annex-lm-400b"))
-    assert "systemic_risk (1e+25 FLOP" in text and "(projected by planned_tokens); ALERT" in text
+    assert "gpai (1e+23 FLOP" in text and "notify by no notification" in text
 
 
 def test_every_model_is_within_physics(world_marts: tuple) -> None:

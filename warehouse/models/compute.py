@@ -824,8 +824,9 @@ def _run_row(
         )
         if hardware is not None and architecture is not None and architecture.value > 0:
             ratio = hardware.value / architecture.value
-    above = (
-        architecture is not None
+    above = (  # a running run's architecture figure is its plan, not compute done
+        not run["running"]
+        and architecture is not None
         and physical_max is not None
         and architecture.value > physical_max * (1 + 1e-9)
     )
