@@ -56,7 +56,11 @@ def refresh_compute_marts(
     wh = wh or Warehouse(settings.warehouse)
     with wh.writer(on_wait) as con:
         counts = refresh_compute(
-            con, settings.compute, registry_rows(registry), PeakTable(), now=now
+            con,
+            settings.compute,
+            registry_rows(registry),
+            PeakTable(),
+            now=now or settings.compute.as_of,
         )
     if publish:
         wh.publish(on_wait)

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -248,7 +249,11 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
     lines += _lineage_lines(settings)
     lines += ["", "[models]", f"dir = {_toml(settings.models.dir.absolute())}"]
     lines += ["", "[compute]"]
-    lines += [f"{key} = {_toml(value)}" for key, value in vars(settings.compute).items()]
+    lines += [
+        f"{key} = {_toml(value)}"
+        for key, value in vars(settings.compute).items()
+        if value is not None
+    ]
     for cluster in clusters:
         lines += ["", "[[clusters]]", f"name = {_toml(cluster.name)}"]
         if cluster.kubeconfig is not None:
@@ -327,6 +332,8 @@ def _toml(value: object) -> str:
         return repr(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml(item) for item in value) + "]"
+    if isinstance(value, datetime):  # settings hold naive UTC: a TOML offset date-time
+        return value.replace(tzinfo=None).isoformat() + "Z"
     return json.dumps(str(value))
 
 

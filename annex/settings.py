@@ -27,6 +27,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -333,6 +334,11 @@ class ComputeSettings:
     """Utilisation assumed where neither telemetry nor benchmarks give one."""
     disagreement_margin: float = 0.30
     """Flag hardware- and architecture-based compute differing by more than this share."""
+    as_of: datetime | None = None
+    """Assess compute as of this moment (UTC) instead of the refresh time: open allocations are
+    counted up to it and projections start from it. For reproducing an assessment on the
+    evidence of a given moment; ``annex demo`` sets its simulated world's present, so a rerun
+    on the same warehouse gives the same figures. None: the refresh time."""
 
 
 @dataclass(frozen=True)
@@ -446,6 +452,16 @@ def _parse_env_value(value: str) -> Any:
         return value
 
 
+def _utc_moment(reader: _Reader, name: str) -> datetime | None:
+    """A TOML date-time with an offset (``2026-11-28T15:00:00Z``) as naive UTC, or None."""
+    value = reader.get(name, datetime, None)
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise reader.error(reader.key(name), value, "must carry a UTC offset (e.g. ...Z)")
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
 class _Reader:
     """Reads one table of the raw config, reporting errors with the full key path."""
 
@@ -524,6 +540,7 @@ def _kind_name(kind: type) -> str:
         bool: "true or false",
         list: "a list",
         dict: "a table",
+        datetime: "a date-time (e.g. 2026-11-28T15:00:00Z)",
     }[kind]
 
 
@@ -1009,6 +1026,7 @@ def _compute(
         disagreement_margin=reader.number(
             "disagreement_margin", float, 0.30, minimum=0.01, maximum=10.0
         ),
+        as_of=_utc_moment(reader, "as_of"),
     )
     reader.finish()
     return settings

@@ -39,3 +39,24 @@ def test_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:
     config.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
         load_settings(config, env={})
+
+
+def test_as_of_is_a_utc_moment_that_round_trips_through_the_dagster_settings_file(
+    tmp_path: Path,
+) -> None:
+    """[compute] as_of: the moment an assessment is reproduced at (the demo's world present)."""
+    from datetime import datetime
+
+    from annex.orchestration import write_settings
+
+    config = tmp_path / "annex.toml"
+    config.write_text("[compute]\nas_of = 2026-11-28T16:00:00+01:00\n", encoding="utf-8")
+    settings = load_settings(config, env={})
+    assert settings.compute.as_of == datetime(2026, 11, 28, 15, 0)  # naive UTC
+    assert load_settings(env={}).compute.as_of is None
+    written = write_settings(settings, [], tmp_path / "dagster.toml")
+    assert "as_of = 2026-11-28T15:00:00Z" in written.read_text(encoding="utf-8")
+    assert load_settings(written, env={}).compute.as_of == settings.compute.as_of
+    config.write_text("[compute]\nas_of = 2026-11-28T16:00:00\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"compute\.as_of .* must carry a UTC offset"):
+        load_settings(config, env={})

@@ -132,7 +132,7 @@ def refresh_compute(
             con.execute(
                 "INSERT INTO audit.compute_refreshes VALUES (?, ?, ?, ?, ?, ?)",
                 [now, len(registry_rows), len(runs), len(models), alerts,
-                 json.dumps(asdict(config))],
+                 json.dumps(asdict(config), default=str)],
             )  # fmt: skip
     finally:
         _drop_temp_tables(con)
