@@ -52,7 +52,7 @@ GENERATED = datetime(2026, 11, 20, 8, 0)
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> tuple[Warehouse, Path]:
     directory = tmp_path_factory.mktemp("summary")
     wh = Warehouse(WarehouseSettings(path=directory / "w.duckdb", lock_timeout_seconds=5))
-    load(wh, student_events())
+    load(wh, student_events(small_public_dataset=True))
     wh.publish()
     models = directory / "models"
     models.mkdir()
@@ -270,7 +270,7 @@ def test_top_domains_for_an_sme_and_when_the_rule_cannot_be_applied(
     assert "2 wikipedia.org 20.0 %" in text and "news.example" not in text
     assert pdf_attachments(sme.path)["top_domains.csv"].decode().count("\n") == 1 + 2
 
-    events = student_events()
+    events = student_events(small_public_dataset=True)
     crawl = events[0]["inputs"][0]["facets"]["annex_content"]
     crawl["domainStats"]["topN"] = crawl["domainStats"]["topN"][:3]  # 2.4T of the 4T
     partial = Warehouse(WarehouseSettings(path=tmp_path / "p.duckdb", lock_timeout_seconds=5))

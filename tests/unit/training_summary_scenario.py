@@ -8,8 +8,9 @@ without a category, mixed and consumed by one pre-training run, and the model's 
   crawl), en.wikipedia.org (0.8T, 20.0 %), www.news.example (0.6T, 15.0 %) and 27 more, so 30
   domains of which the top 10 % are those three (an SME would list the top 5 %: two);
   77 items removed by CSAM_HASH_MATCH;
-* public datasets (2.1, text): wiki (1T, on the Hugging Face hub) and tiny (20B): the rule's
-  denominator is their 1.02T tokens, wiki 98.0 % is large, tiny 2.0 % is not;
+* public datasets (2.1, text): wiki (1T, on the Hugging Face hub), and with
+  small_public_dataset tiny (20B): the rule's denominator is then their 1.02T tokens, wiki
+  98.0 % is large, tiny 2.0 % is not;
 * newswire (2.2.1, 50B, licensed from Northwind News under agreement LicenseRef-news),
   synthetic (2.5, 1B, by teacher-70b), mystery (no facets);
 * the pre-training run (Kubernetes job student-pretrain in namespace team-secret) consumed 3T
@@ -81,7 +82,7 @@ def _source(
     return dataset(namespace, name, "v1", **facets)
 
 
-def student_events() -> list[dict]:
+def student_events(*, small_public_dataset: bool = False) -> list[dict]:
     """crawl (CRAWLED), wiki (PUBLIC_DATASET), newswire (PRIVATE_LICENSED), synthetic
     (SYNTHETIC, by teacher-70b) and mystery (no annex_source: a gap) -> mix -> mixture ->
     pretrain (3T tokens consumed) -> student/base."""
@@ -158,7 +159,8 @@ def student_events() -> list[dict]:
             "COMPLETE",
             T0,
             job="mix",
-            inputs=[crawl, wiki, newswire, synthetic, mystery, tiny],
+            inputs=[crawl, wiki, newswire, synthetic, mystery]
+            + ([tiny] if small_public_dataset else []),
             outputs=[mixture],
         ),
         run_event(
