@@ -81,8 +81,12 @@ RANKED_DOMAINS = (
     ),
     domains AS (
         -- footnote 16 of the template: top-level plus second-level domain (reddit.com, not
-        -- www.reddit.com); an IP address or a one-label name stays as it is
+        -- www.reddit.com); where a country registers names under a second level of its own
+        -- (bbc.co.uk, abc.net.au) that level belongs to the suffix, so one more label is kept;
+        -- an IP address or a one-label name stays as it is
         SELECT CASE WHEN regexp_full_match(host, '[0-9.]+') OR host NOT LIKE '%.%' THEN host
+                    WHEN regexp_matches(host, '\\.(co|com|net|org|ac|gov|edu|ne|or|go)\\.[a-z]{2}$')
+                    THEN regexp_extract(host, '[^.]+\\.[^.]+\\.[^.]+$')
                     ELSE regexp_extract(host, '[^.]+\\.[^.]+$') END AS domain,
                sum(tokens) AS tokens
         FROM hosts
@@ -326,6 +330,9 @@ MEASURES = {
     "EMAIL_PHONE_REGEX_REDACTION": "e-mail addresses and phone numbers removed by pattern",
     "PII_NER_REDACTION": "personal data found by named-entity recognition removed",
     "PII_REGEX_REDACTION": "personal data removed by pattern",
+    "CONTRACTUAL_PII_REMOVAL_BY_LICENSOR": "personal data removed by the licensor under contract",
+    "USERNAME_PSEUDONYMISATION": "user names pseudonymised",
+    "USER_OPT_OUT_HONOURED": "users' objections to training honoured",
 }
 CONTENT_TYPES = {
     "WEB_PAGES": "web pages",
@@ -422,7 +429,7 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "large": large,
         "crawlers": [_crawler_sentences(c) for c in crawlers],
         "top": top,
-        "domains": domains[:TOP],
+        "domains": [d | {"share_text": share_text(d["share_of_crawl"])} for d in domains[:TOP]],
         "domains_total": len(domains),
         "opt_outs": [_opt_out_sentence(m, crawled_count) for m in measures_by_kind["tdm_opt_out"]],
         "paywall": [
@@ -826,6 +833,16 @@ def _fields(
         ),
     ]
     return fields
+
+
+def share_text(share: float | None) -> str | None:
+    """A domain's share of the crawl as a percentage with one decimal; a share too small for
+    that is "under 0.1 %", never a misleading "0.0 %"."""
+    if share is None:
+        return None
+    if 0 < share < 0.0005:
+        return "under 0.1 %"
+    return f"{share * 100:.1f} %"
 
 
 def size_answer(row: Row) -> str | None:

@@ -7,6 +7,7 @@ simulated mark."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -238,6 +239,16 @@ def test_the_evidence_bundle_holds_what_auditors_need(
             rerun = run_query(con, query, _typed(table["query_parameters"]))
             assert rerun.csv == files[table["file"]], table["file"]
     assert sum('"mystery"' in row for row in files["sources.csv"].decode().splitlines()) == 1
+    # every crawled host counted under its top- plus second-level domain (footnote 16)
+    crawled = {
+        row["domain"]: row
+        for row in csv.DictReader(io.StringIO(files["crawled_domains.csv"].decode()))
+    }
+    assert len(crawled) == 30
+    assert float(crawled["reddit.com"]["tokens"]) == 1_200 * 10**9  # www. and old. together
+    assert float(crawled["bbc.co.uk"]["tokens"]) == 50 * 10**9  # www. and https://news.
+    assert float(crawled["reddit.com"]["share_of_crawl"]) == 0.3  # of the whole 4T crawl
+    assert not any(d == "co.uk" or d.startswith("www.") for d in crawled)
     # another run on the same evidence, later, into --evidence DIR: the same bundle
     again = generate_report(
         wh,

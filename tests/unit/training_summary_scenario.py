@@ -36,14 +36,20 @@ CONSUMED = 3_000_000_000_000  # tokens the pre-training run read: band 1B-10T
 CRAWL = 4_000_000_000_000
 B = 1_000_000_000
 # hosts as the crawler saw them; 30 domains (top- plus second-level) covering all 4T tokens:
-# reddit.com 1,200B + wikipedia.org 800B + news.example 600B + site03 100B + 26 × 50B
+# reddit.com 1,200B + wikipedia.org 800B + news.example 600B + site03 100B + 25 × 50B +
+# bbc.co.uk 50B
 DOMAINS = [
     {"domain": "www.reddit.com", "tokens": 1000 * B},
     {"domain": "en.wikipedia.org", "tokens": 800 * B},
     {"domain": "www.news.example", "tokens": 600 * B},
     {"domain": "old.reddit.com", "tokens": 200 * B},
     {"domain": "site03.example", "tokens": 100 * B},
-] + [{"domain": f"www.site{i:02d}.example", "tokens": 50 * B} for i in range(4, 30)]
+] + [{"domain": f"www.site{i:02d}.example", "tokens": 50 * B} for i in range(4, 29)]
+# bbc.co.uk: one domain whose registry takes names under co.uk (not the domain "co.uk")
+DOMAINS += [
+    {"domain": "www.bbc.co.uk", "tokens": 25 * B},
+    {"domain": "https://news.bbc.co.uk:443/world", "tokens": 25 * B},
+]
 NAMESPACE, JOB = "team-secret", "student-pretrain"
 MODEL_FILE = """\
 name: student
