@@ -12,6 +12,9 @@ A file looks like::
     name: llama-70b                    # = annex_trainingRun.modelName of its runs
     provider: Example Labs
     contact: ai-office-contact@example.com   # template 1.1
+    established_in_eu: false           # template 1.1: a provider outside the EU names
+    authorised_representative: Example Labs EU B.V., Amsterdam, rep@example.eu  # (Art 54)
+    sme: false                         # template 2.3: an SME lists the top 5 % or 1,000 domains
     code_of_practice_signatory: true   # signed the GPAI Code of Practice
     versions: [v1]
     parameters: 70000000000            # total; active_parameters for mixtures of experts
@@ -64,7 +67,8 @@ DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
 """Training data types annex has dense peaks for (core.gpu_peak_reference.dtype)."""
 
 TOP_FIELDS = (
-    "name", "provider", "contact", "code_of_practice_signatory", "versions", "parameters",
+    "name", "provider", "contact", "established_in_eu", "authorised_representative", "sme",
+    "code_of_practice_signatory", "versions", "parameters",
     "active_parameters", "architecture",
     "licence", "modalities", "generative", "release_date", "eu_market_date", "base_models",
     "reported_compute_flop", "systemic_risk", "lineage", "training", "alerts", "documentation",
@@ -180,6 +184,16 @@ class ModelEntry:
     """How to reach the provider (template 1.1): an address, a form, a mailbox."""
     code_of_practice_signatory: bool | None = None
     """Whether the provider signed the GPAI Code of Practice (its copyright chapter)."""
+    established_in_eu: bool | None = None
+    """Whether the provider is established in the Union (template 1.1: a provider established
+    outside it names its authorised representative, Art 54(1)); None: not stated."""
+    authorised_representative: str | None = None
+    """The authorised representative's name and contact (template 1.1, Art 54), for a provider
+    established outside the Union."""
+    sme: bool | None = None
+    """Whether the provider is an SME (Commission Recommendation 2003/361/EC): template 2.3 then
+    asks for the top 5 % or 1,000 crawled domains, whichever is lower, instead of the top 10 %;
+    None: not stated (the general rule applies)."""
     base_models: tuple[str, ...] = ()
     reported_compute_flop: float | None = None
     systemic_risk: bool | None = None
@@ -192,6 +206,13 @@ class ModelEntry:
     plan: TrainingPlan | None = None
     alerts: AlertConfig = field(default_factory=AlertConfig)
     documentation: ModelDocumentation = field(default_factory=ModelDocumentation)
+
+    @property
+    def file_name(self) -> str:
+        """The metadata file named relative to the registry folder ([models] dir), as documents
+        show it: never the machine path of the folder (the registry reads the folder's own
+        files, so this is the file's name)."""
+        return self.path.name
 
     @property
     def compute_parameters(self) -> int:
@@ -292,6 +313,9 @@ def parse_model(raw: Any, path: Path) -> ModelEntry:
         eu_market_date=top.day("eu_market_date"),
         contact=top.optional_text("contact"),
         code_of_practice_signatory=top.take("code_of_practice_signatory", bool, None),
+        established_in_eu=top.take("established_in_eu", bool, None),
+        authorised_representative=top.optional_text("authorised_representative"),
+        sme=top.take("sme", bool, None),
         base_models=top.strings("base_models", ()),
         reported_compute_flop=top.flop("reported_compute_flop"),
         systemic_risk=top.take("systemic_risk", bool, None),
@@ -308,6 +332,13 @@ def parse_model(raw: Any, path: Path) -> ModelEntry:
     top.finish()
     if entry.active_parameters is not None and entry.active_parameters > entry.parameters:
         raise top.error("active_parameters", entry.active_parameters, "must not exceed parameters")
+    if entry.established_in_eu and entry.authorised_representative is not None:
+        raise top.error(
+            "authorised_representative",
+            entry.authorised_representative,
+            "is for a provider established outside the EU (Art 54(1)), but established_in_eu "
+            "is true: remove one of the two",
+        )
     return entry
 
 

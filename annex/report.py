@@ -60,6 +60,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help=f"folder for the PDF (default: ./{DEFAULT_OUTPUT})",
     )
+    report.add_argument(
+        "--evidence",
+        type=Path,
+        metavar="DIR",
+        help="folder for the non-public evidence bundle (manifest, every query's CSV with its "
+        "SQL and hash, the model metadata file) as one zip the report names by its SHA-256; a "
+        "public report (training_summary) always writes one (default: DIR/evidence of --output)",
+    )
     report.set_defaults(run=cmd_report)
 
 
@@ -93,12 +101,18 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         request,
         args.output,
         models_dir=settings.models.dir,
+        evidence_dir=args.evidence,
     )
     manifest = result.manifest
     print(f"wrote {result.path}")
+    if result.evidence_bundle is not None:
+        print(
+            f"wrote {result.evidence_bundle} (evidence for auditors, not for publication: "
+            f"sha256:{result.evidence_bundle_sha256})"
+        )
     print(
         f"  {scope}, data cut-off {manifest['data_cutoff'] or 'none'}, "
-        f"{len(manifest['collections'])} collections, {len(manifest['tables'])} tables attached"
+        f"{len(manifest['collections'])} collections, {len(manifest['tables'])} evidence tables"
     )
     print(f"  evidence digest sha256:{manifest['evidence_digest']}")
     if result.refused:
@@ -135,7 +149,12 @@ def render_demo_reports(
         )
         for each in requests:
             result = generate_report(
-                wh, name, each, out / "reports", models_dir=settings.models.dir
+                wh,
+                name,
+                each,
+                out / "reports",
+                models_dir=settings.models.dir,
+                evidence_dir=out / "evidence",
             )
             print(f"report: {result.path}")
             paths.append(result.path)

@@ -36,6 +36,10 @@ class EvidenceQuery:
     editions: tuple[str, ...] = ()
     """The editions of an edition report that read and attach it; empty: every edition (a
     downstream edition must not carry compute or energy, so those queries name the others)."""
+    public_attachment: bool = False
+    """A public report (``ReportDefinition.public``) attaches this query's CSV to its PDF: its
+    columns are only what the public may read (e.g. the full top-domain list of the training
+    summary, template 2.3). Every query, public or not, is in the report's evidence bundle."""
 
     def parameter_names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(_PARAMETER.findall(self.sql)))
@@ -142,6 +146,17 @@ class ReportDefinition:
     metadata_file_editions: tuple[str, ...] = field(default=())
     """Editions that attach the model's metadata file (empty: every edition). The file also
     holds compute, plan and alert settings, which a downstream edition must not carry."""
+
+    public: bool = False
+    """A public document (the training-content summary, Art 53(1)(d)): its PDF attaches only
+    the queries marked ``public_attachment``; the manifest, every query's CSV with its SQL and
+    hash, and the model's metadata file go into a separate, non-public evidence bundle, whose
+    SHA-256 the document names (reference eu-ai-act.md §3, "what the public summary must not
+    carry"; Explanatory Notice paras 19 and 22)."""
+
+    def public_queries(self, edition: str | None) -> tuple[EvidenceQuery, ...]:
+        """The queries whose CSV a public edition may attach."""
+        return tuple(q for q in self.queries_for(edition) if q.public_attachment)
 
     def queries_for(self, edition: str | None) -> tuple[EvidenceQuery, ...]:
         """The queries an edition reads (all of them for a report without editions)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import zipfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -175,6 +176,32 @@ def build_manifest(
 
 def manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
     return (json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+BUNDLE_SUFFIX = ".evidence.zip"
+VARIES_BETWEEN_RUNS = ("generated_at", "varies_between_runs")
+"""The manifest's keys that change between runs on the same evidence: left out of the evidence
+bundle, so the same evidence gives the same bundle and the hash a document names stays true."""
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def bundle_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest as the evidence bundle holds it: without the generation time."""
+    return {key: value for key, value in manifest.items() if key not in VARIES_BETWEEN_RUNS}
+
+
+def evidence_bundle(files: Sequence[tuple[str, bytes]]) -> bytes:
+    """A report's non-public evidence (manifest, every query's CSV, the model metadata file) as
+    one zip file: names sorted, fixed dates and permissions, so the same files give the same
+    bytes and a public document can name the bundle by its SHA-256."""
+    sink = io.BytesIO()
+    with zipfile.ZipFile(sink, "w") as bundle:
+        for name, data in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            bundle.writestr(info, data)
+    return sink.getvalue()
 
 
 def _dedent(sql: str) -> str:

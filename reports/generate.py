@@ -27,9 +27,12 @@ from reports.definition import (
 )
 from reports.errors import ReportError
 from reports.evidence import (
+    BUNDLE_SUFFIX,
     COLLECTIONS,
     build_manifest,
+    bundle_manifest,
     data_cutoff,
+    evidence_bundle,
     evidence_digest,
     manifest_bytes,
     prepare_connection,
@@ -55,6 +58,9 @@ class GeneratedReport:
     manifest: dict[str, Any]
     evidence: Evidence
     fetches: tuple[FetchRecord, ...]
+    evidence_bundle: Path | None = None
+    """The non-public evidence bundle written beside a public report (or on request)."""
+    evidence_bundle_sha256: str | None = None
 
     @property
     def refused(self) -> tuple[FetchRecord, ...]:
@@ -95,8 +101,15 @@ def read_evidence(
         parameters |= period_parameters(request.period, today)
     else:
         parameters |= ALL_TIME
+    model = None
+    if definition.needs_model and models_dir is not None:
+        registry = load_registry(models_dir)
+        model = next((m for m in registry.models if m.name == request.model), None)
     if request.model is not None:
         parameters["model"] = request.model
+        # the registry's facts a query may need: an SME provider lists fewer top domains
+        # (template 2.3); not stated reads as not an SME, the general rule
+        parameters["provider_sme"] = bool(model is not None and model.sme)
     with wh.reader() as con:
         prepare_connection(con)
         cutoff = data_cutoff(con, sources, parameters["end_ts"])
@@ -104,10 +117,6 @@ def read_evidence(
             query.name: run_query(con, query, parameters)
             for query in (COLLECTIONS, *definition.queries_for(request.edition))
         }
-    model = None
-    if definition.needs_model and models_dir is not None:
-        registry = load_registry(models_dir)
-        model = next((m for m in registry.models if m.name == request.model), None)
     return Evidence(results, request, cutoff, model)
 
 
@@ -120,6 +129,7 @@ def generate_report(
     generated_at: datetime | None = None,
     limits: RenderLimits | None = None,
     models_dir: Path | None = None,
+    evidence_dir: Path | None = None,
 ) -> GeneratedReport:
     """Render report ``name`` for ``request`` into ``output_dir``; return where and what.
 
@@ -127,6 +137,9 @@ def generate_report(
     cut-off, so the same warehouse and request give the same pages (for a period still
     running, its date also bounds the days judged). ``models_dir``: the model registry a
     per-model report reads its human-authored fields from (``settings.models.dir``).
+    ``evidence_dir``: where the non-public evidence bundle (manifest, every query's CSV, the
+    model metadata file) is written; a public report always writes one (default: the
+    ``evidence`` folder of ``output_dir``) and attaches only its public tables.
     """
     definition = report_definition(name)
     generated_at = generated_at or datetime.now(UTC).replace(tzinfo=None, microsecond=0)
@@ -142,10 +155,6 @@ def generate_report(
     digest = evidence_digest(evidence)
     dated = _document_date(evidence)
     context = definition.build(evidence)
-    context["report"] = _report_context(definition, evidence, digest, dated) | context.get(
-        "report", {}
-    )
-    html = render_html(definition.template, context)
     attachments = [
         EmbeddedFile(result.file_name, result.csv, result.query.description)
         for result in evidence.results.values()
@@ -158,7 +167,7 @@ def generate_report(
         )
         manifest["model_metadata"] = {
             "file": MODEL_METADATA_NAME if attached else None,
-            "source": str(evidence.model.path),
+            "source": evidence.model.file_name,  # relative to [models] dir: no machine path
             "sha256": hashlib.sha256(metadata).hexdigest(),
         }
         if attached:
@@ -169,9 +178,31 @@ def generate_report(
                     "The model's metadata file (human-authored fields).",
                 )
             )
-    attachments.append(
-        EmbeddedFile(MANIFEST_NAME, manifest_bytes(manifest), "What this report read and how.")
-    )
+    bundle_path = bundle = bundle_sha256 = None
+    if definition.public or evidence_dir is not None:  # the evidence for auditors, apart
+        bundle = evidence_bundle(
+            [(a.name, a.data) for a in attachments]
+            + [(MANIFEST_NAME, manifest_bytes(bundle_manifest(manifest)))]
+        )
+        bundle_sha256 = hashlib.sha256(bundle).hexdigest()
+        bundle_path = (evidence_dir or output_dir / "evidence") / (
+            f"{definition.name}-{_slug(request)}{BUNDLE_SUFFIX}"
+        )
+    if definition.public:  # the PDF carries only what the public may read
+        public = {q.name for q in definition.public_queries(request.edition)}
+        attachments = [
+            EmbeddedFile(r.file_name, r.csv, r.query.description)
+            for r in evidence.results.values()
+            if r.query.name in public
+        ]
+    else:
+        attachments.append(
+            EmbeddedFile(MANIFEST_NAME, manifest_bytes(manifest), "What this report read and how.")
+        )
+    context["report"] = _report_context(
+        definition, evidence, digest, dated, bundle_sha256
+    ) | context.get("report", {})
+    html = render_html(definition.template, context)
     rendered = render_pdf(
         html,
         attachments,
@@ -179,16 +210,35 @@ def generate_report(
         dated=dated,
         limits=limits,
     )
-    output_dir.mkdir(parents=True, exist_ok=True)
     path = output_dir / f"{definition.name}-{_slug(request)}.pdf"
+    if bundle_path is not None and bundle is not None:
+        _write_atomically(bundle_path, bundle)
+    _write_atomically(path, rendered.pdf)
+    return GeneratedReport(
+        definition.name,
+        path,
+        manifest,
+        evidence,
+        rendered.fetches,
+        bundle_path,
+        bundle_sha256,
+    )
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write to a temporary name and rename into place: a failure leaves no half file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(rendered.pdf)
+    partial.write_bytes(data)
     os.replace(partial, path)
-    return GeneratedReport(definition.name, path, manifest, evidence, rendered.fetches)
 
 
 def _report_context(
-    definition: ReportDefinition, evidence: Evidence, digest: str, dated: datetime
+    definition: ReportDefinition,
+    evidence: Evidence,
+    digest: str,
+    dated: datetime,
+    bundle_sha256: str | None = None,
 ) -> dict[str, Any]:
     request = evidence.request
     period = request.period
@@ -206,7 +256,7 @@ def _report_context(
         facts.append(
             (
                 "Model metadata",
-                str(evidence.model.path)
+                f"{evidence.model.file_name} in the model registry ([models] dir)"
                 if evidence.model
                 else "none: the model registry has no file for this model",
             )
@@ -223,6 +273,15 @@ def _report_context(
         ("Evidence digest", f"sha256:{digest}"),
         ("annex version", __version__),
     ]
+    if definition.public:  # the public carries no cluster names or collection counts
+        facts = [f for f in facts if f[0] not in ("Clusters", "Collections used")]
+    if bundle_sha256 is not None:
+        facts.append(("Evidence bundle (not public)", f"sha256:{bundle_sha256}"))
+    shown = (
+        {q.name for q in definition.public_queries(request.edition)}
+        if definition.public
+        else set(evidence.results)
+    )
     return {
         "name": definition.name,
         "title": definition.title,
@@ -234,6 +293,8 @@ def _report_context(
         "dated": dated.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "annex_version": __version__,
         "simulated": None,
+        "public": definition.public,
+        "evidence_bundle": bundle_sha256,
         "attachments": [
             {
                 "file": r.file_name,
@@ -244,6 +305,7 @@ def _report_context(
                 "parameters": {k: json_value(v) for k, v in r.parameters.items()},
             }
             for r in evidence.results.values()
+            if r.query.name in shown
         ],
     }
 

@@ -149,6 +149,47 @@ def test_demo_then_sql_agree_with_the_simulated_cluster(tmp_path: Path) -> None:
     assert '"one":1' in as_json.stdout.replace(" ", "")
 
 
+ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])/(?:[\w.-]+/)+[\w.-]*")
+"""A POSIX path from the root (/home/x/models/a.yaml), not a URL's path (https://h/p)."""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="reports/model_documentation.py _file_remedy still prints model.path in its to-do "
+    "instructions (use ModelEntry.file_name); issue 40 item 7",
+)
+def test_no_document_of_the_demo_shows_a_machine_path(tmp_path: Path) -> None:
+    """Issue 40 item 7: no machine path anywhere. Every report the demo renders, its text and
+    every attachment (pypdf), and every evidence bundle's files, name the model metadata file
+    relative to the models folder and hold no path of the machine that rendered them."""
+    import io
+    import zipfile
+
+    from pypdf import PdfReader
+
+    demo = annex("demo", "--nodes", "40", "--out", str(tmp_path / "demo"), cwd=tmp_path)
+    assert demo.returncode == 0, demo.stderr
+    pdfs = sorted((tmp_path / "demo" / "reports").glob("*.pdf"))
+    bundles = sorted((tmp_path / "demo" / "evidence").glob("*.evidence.zip"))
+    assert len(pdfs) >= 5 and len(bundles) == len(pdfs)
+    found = {}
+    for pdf in pdfs:
+        reader = PdfReader(pdf)
+        documents = {"text": " ".join(page.extract_text() or "" for page in reader.pages)}
+        documents |= {name: data[0].decode() for name, data in reader.attachments.items()}
+        for name, body in documents.items():
+            if match := ABSOLUTE_PATH.search(re.sub(r"\s+", "", body)):
+                found[f"{pdf.name}: {name}"] = match.group(0)
+    for bundle in bundles:
+        with zipfile.ZipFile(io.BytesIO(bundle.read_bytes())) as files:
+            for name in files.namelist():
+                text = files.read(name).decode()
+                if match := ABSOLUTE_PATH.search(text):
+                    found[f"{bundle.name}: {name}"] = match.group(0)
+                assert str(tmp_path) not in text
+    assert found == {}
+
+
 def test_simulate_serves_a_cluster_that_kubectl_and_annex_collect_read(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "sim" / "kubeconfig"
     env = _clean_env()

@@ -1,7 +1,9 @@
 """The training-content summary asset: a month partition renders every registry model's summary
 into that month's folder beside the warehouse (the summary's update history)."""
 
+import hashlib
 import json
+import zipfile
 from pathlib import Path
 
 import dagster as dg
@@ -41,6 +43,13 @@ def test_summary_asset_renders_every_registry_model(tmp_path: Path) -> None:
     [materialization] = result.asset_materializations_for_node("training_summary_report")
     path = Path(materialization.metadata["path"].value)
     assert path == tmp_path / "reports" / "2026-10" / "training_summary-student.pdf"
-    manifest = json.loads(PdfReader(path).attachments["manifest.json"][0])
+    # a public document: its manifest is in the non-public evidence bundle, named by its hash
+    assert set(PdfReader(path).attachments) == {"top_domains.csv"}
+    bundle = Path(materialization.metadata["evidence_bundle"].value)
+    assert bundle == path.parent / "evidence" / "training_summary-student.evidence.zip"
+    sha256 = hashlib.sha256(bundle.read_bytes()).hexdigest()
+    assert materialization.metadata["evidence_bundle_sha256"].value == sha256
+    with zipfile.ZipFile(bundle) as files:
+        manifest = json.loads(files.read("manifest.json"))
     assert manifest["parameters"] == {"model": "student"}
     assert materialization.metadata["evidence_digest"].value == manifest["evidence_digest"]

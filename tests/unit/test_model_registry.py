@@ -100,6 +100,14 @@ def test_an_absent_folder_is_an_empty_registry_and_unknown_names_say_what_to_do(
         (("provider: Example Labs\n",
           "provider: Example Labs\ncode_of_practice_signatory: yes please\n"),
          r"code_of_practice_signatory = 'yes please' must be"),
+        # the summary's 1.1 (authorised representative) and 2.3 (SME status)
+        (("provider: Example Labs\n", "provider: Example Labs\nsme: maybe\n"),
+         r"sme = 'maybe' must be true or false"),
+        (("provider: Example Labs\n", "provider: Example Labs\nestablished_in_eu: 1\n"),
+         r"established_in_eu = 1 must be true or false"),
+        (("provider: Example Labs\n",
+          "provider: Example Labs\nestablished_in_eu: true\nauthorised_representative: R\n"),
+         r"authorised_representative = 'R' is for a provider established outside the EU"),
     ],
 )  # fmt: skip
 def test_each_error_names_the_file_and_field(
@@ -146,3 +154,25 @@ def test_active_parameters_cannot_exceed_the_total(tmp_path: Path) -> None:
         load_registry(tmp_path)
     write(tmp_path, "m.yaml", VALID + "active_parameters: 13000000000\n")
     assert load_registry(tmp_path).get("llama-70b").compute_parameters == 13_000_000_000
+
+
+def test_provider_status_for_the_public_summary(tmp_path: Path) -> None:
+    """Template 1.1 (authorised representative, Art 54) and 2.3 (an SME's top-domain rule):
+    stated or not, never defaulted to an answer; the file is named relative to the folder."""
+    write(tmp_path, "llama-70b.yaml", VALID)
+    model = load_registry(tmp_path).get("llama-70b")
+    assert (model.sme, model.established_in_eu, model.authorised_representative) == (
+        None,
+        None,
+        None,
+    )
+    assert model.file_name == "llama-70b.yaml"
+    assert str(tmp_path) not in model.file_name
+    stated = VALID + "sme: true\nestablished_in_eu: false\nauthorised_representative: R, r@x.eu\n"
+    write(tmp_path, "llama-70b.yaml", stated)
+    model = load_registry(tmp_path).get("llama-70b")
+    assert (model.sme, model.established_in_eu, model.authorised_representative) == (
+        True,
+        False,
+        "R, r@x.eu",
+    )

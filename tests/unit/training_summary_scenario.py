@@ -3,12 +3,20 @@ report tests' known scenario): five sources, one of each kind the template lists
 without a category, mixed and consumed by one pre-training run, and the model's metadata file.
 
 * crawl (2.3, 4T tokens): crawler AnnexBot/1.0, 2024-01-01 to 2024-03-31, robots.txt
-  respected, 4,242 documents excluded, 20 domains of which the top 10 % are site00 (500 of 880
-  tokens, 56.8 %) and site01 (200, 22.7 %); 77 items removed by CSAM_HASH_MATCH;
-* wiki (2.1, 1T, CC-BY-SA-4.0: 19.8 % of the 5.051T text tokens), newswire (2.2.1, 50B,
-  licensed from Northwind News), synthetic (2.5, 1B, by teacher-70b), mystery (no facets);
-* the pre-training run consumed 3T tokens (band 1 billion to 10 trillion);
-* the metadata file has no eu_market_date (a gap in 1.2).
+  respected, 4,242 documents excluded, paywalls not circumvented; its domain list covers the
+  whole crawl: www.reddit.com and old.reddit.com (one domain, reddit.com: 1.2T, 30.0 % of the
+  crawl), en.wikipedia.org (0.8T, 20.0 %), www.news.example (0.6T, 15.0 %) and 27 more, so 30
+  domains of which the top 10 % are those three (an SME would list the top 5 %: two);
+  77 items removed by CSAM_HASH_MATCH;
+* public datasets (2.1, text): wiki (1T, on the Hugging Face hub), and with
+  small_public_dataset tiny (20B): the rule's denominator is then their 1.02T tokens, wiki
+  98.0 % is large, tiny 2.0 % is not;
+* newswire (2.2.1, 50B, licensed from Northwind News under agreement LicenseRef-news),
+  synthetic (2.5, 1B, by teacher-70b), mystery (no facets);
+* the pre-training run (Kubernetes job student-pretrain in namespace team-secret) consumed 3T
+  tokens (band 1 billion to 10 trillion);
+* the metadata file has no eu_market_date (a gap in 1.2); the provider is established in the
+  EU (1.1: no authorised representative needed).
 """
 
 from __future__ import annotations
@@ -25,14 +33,28 @@ from tests.unit.lineage_warehouse_helpers import (
 )
 
 CONSUMED = 3_000_000_000_000  # tokens the pre-training run read: band 1B-10T
-# 20 crawled domains: 500 + 200 + 18 × 10 = 880 tokens; the top 10 % are the first two
+CRAWL = 4_000_000_000_000
+B = 1_000_000_000
+# hosts as the crawler saw them; 30 domains (top- plus second-level) covering all 4T tokens:
+# reddit.com 1,200B + wikipedia.org 800B + news.example 600B + site03 100B + 25 × 50B +
+# bbc.co.uk 50B
 DOMAINS = [
-    {"domain": "site00.example", "tokens": 500},
-    {"domain": "site01.example", "tokens": 200},
-] + [{"domain": f"site{i:02d}.example", "tokens": 10} for i in range(2, 20)]
+    {"domain": "www.reddit.com", "tokens": 1000 * B},
+    {"domain": "en.wikipedia.org", "tokens": 800 * B},
+    {"domain": "www.news.example", "tokens": 600 * B},
+    {"domain": "old.reddit.com", "tokens": 200 * B},
+    {"domain": "site03.example", "tokens": 100 * B},
+] + [{"domain": f"www.site{i:02d}.example", "tokens": 50 * B} for i in range(4, 29)]
+# bbc.co.uk: one domain whose registry takes names under co.uk (not the domain "co.uk")
+DOMAINS += [
+    {"domain": "www.bbc.co.uk", "tokens": 25 * B},
+    {"domain": "https://news.bbc.co.uk:443/world", "tokens": 25 * B},
+]
+NAMESPACE, JOB = "team-secret", "student-pretrain"
 MODEL_FILE = """\
 name: student
 provider: Example Labs
+established_in_eu: true
 versions: [v1]
 parameters: 7000000000
 architecture: dense decoder-only transformer
@@ -42,7 +64,9 @@ release_date: 2026-10-01
 """
 
 
-def _source(name: str, category: str | None, tokens: int | None, **extra: dict) -> dict:
+def _source(
+    name: str, category: str | None, tokens: int | None, namespace: str = "s3://src", **extra: dict
+) -> dict:
     facets: dict = {}
     if category is not None:
         facets["annex_source"] = facet(
@@ -61,19 +85,20 @@ def _source(name: str, category: str | None, tokens: int | None, **extra: dict) 
     if "licensing" in extra:
         facets["annex_licensing"] = facet("AnnexLicensingDatasetFacet", **extra.pop("licensing"))
     facets.update(extra)
-    return dataset("s3://src", name, "v1", **facets)
+    return dataset(namespace, name, "v1", **facets)
 
 
-def student_events() -> list[dict]:
+def student_events(*, small_public_dataset: bool = False) -> list[dict]:
     """crawl (CRAWLED), wiki (PUBLIC_DATASET), newswire (PRIVATE_LICENSED), synthetic
     (SYNTHETIC, by teacher-70b) and mystery (no annex_source: a gap) -> mix -> mixture ->
     pretrain (3T tokens consumed) -> student/base."""
     crawl = _source(
         "crawl",
         "CRAWLED",
-        4_000_000_000_000,
+        CRAWL,
         content={
             "domainStats": {"topN": DOMAINS},
+            "contentTypes": ["WEB_PAGES", "FORUMS"],
             "languages": ["en", "de"],
             "latestCollectionDate": "2024-03-31",
         },
@@ -97,12 +122,14 @@ def student_events() -> list[dict]:
         ),
     )
     wiki = _source(
-        "wiki",
+        "example/wiki",
         "PUBLIC_DATASET",
         1_000_000_000_000,
+        namespace="hf://datasets",
         licensing={"spdxExpression": "CC-BY-SA-4.0", "copyrightStatus": "UNKNOWN"},
-        content={"languages": ["en", "fr"]},
+        content={"languages": ["en", "fr"], "contentTypes": ["ENCYCLOPEDIA"]},
     )
+    tiny = _source("tiny", "PUBLIC_DATASET", 20 * B)
     newswire = _source(
         "newswire",
         "PRIVATE_LICENSED",
@@ -138,7 +165,8 @@ def student_events() -> list[dict]:
             "COMPLETE",
             T0,
             job="mix",
-            inputs=[crawl, wiki, newswire, synthetic, mystery],
+            inputs=[crawl, wiki, newswire, synthetic, mystery]
+            + ([tiny] if small_public_dataset else []),
             outputs=[mixture],
         ),
         run_event(
@@ -148,6 +176,10 @@ def student_events() -> list[dict]:
             job="pretrain",
             inputs=[usage],
             outputs=[ckpt],
-            run_facets={"annex_trainingRun": training_facet("student", "PRETRAINING")},
+            run_facets={
+                "annex_trainingRun": training_facet(
+                    "student", "PRETRAINING", k8s=("cluster-a", NAMESPACE, JOB)
+                )
+            },
         ),
     ]

@@ -54,7 +54,13 @@ def report_metadata(results: list[GeneratedReport]) -> dict[str, object]:
         }
     [result] = results
     manifest = result.manifest
-    return {
+    bundle = {}
+    if result.evidence_bundle is not None:  # a public report's evidence, kept apart
+        bundle = {
+            "evidence_bundle": dg.MetadataValue.path(str(result.evidence_bundle)),
+            "evidence_bundle_sha256": result.evidence_bundle_sha256,
+        }
+    return bundle | {
         "path": dg.MetadataValue.path(str(result.path)),
         "evidence_digest": manifest["evidence_digest"],
         "data_cutoff": manifest["data_cutoff"] or "none",
