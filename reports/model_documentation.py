@@ -340,7 +340,7 @@ def _one(evidence: Evidence, name: str) -> Row | None:
 
 
 def _file_remedy(model: ModelEntry | None, model_name: str, what: str) -> str:
-    where = model.path if model else f"{model_name}.yaml in [models] dir"
+    where = f"{model.file_name} in [models] dir" if model else f"{model_name}.yaml in [models] dir"
     return f"Set {what} in the model's metadata file ({where})"
 
 

@@ -153,11 +153,6 @@ ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])/(?:[\w.-]+/)+[\w.-]*")
 """A POSIX path from the root (/home/x/models/a.yaml), not a URL's path (https://h/p)."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reports/model_documentation.py _file_remedy still prints model.path in its to-do "
-    "instructions (use ModelEntry.file_name); issue 40 item 7",
-)
 def test_no_document_of_the_demo_shows_a_machine_path(tmp_path: Path) -> None:
     """Issue 40 item 7: no machine path anywhere. Every report the demo renders, its text and
     every attachment (pypdf), and every evidence bundle's files, name the model metadata file
