@@ -40,6 +40,7 @@ from reports.evidence import (
 )
 from reports.render import EmbeddedFile, FetchRecord, RenderLimits, render_pdf
 from reports.templating import render_html
+from reports.versions import DocumentVersion, document_name, keep_companion, render_versioned
 from warehouse import Warehouse
 
 MANIFEST_NAME = "manifest.json"
@@ -61,6 +62,8 @@ class GeneratedReport:
     evidence_bundle: Path | None = None
     """The non-public evidence bundle written beside a public report (or on request)."""
     evidence_bundle_sha256: str | None = None
+    version: DocumentVersion | None = None
+    """The document version this PDF is (the same one when the content is unchanged)."""
 
     @property
     def refused(self) -> tuple[FetchRecord, ...]:
@@ -130,6 +133,7 @@ def generate_report(
     limits: RenderLimits | None = None,
     models_dir: Path | None = None,
     evidence_dir: Path | None = None,
+    versions_dir: Path | None = None,
 ) -> GeneratedReport:
     """Render report ``name`` for ``request`` into ``output_dir``; return where and what.
 
@@ -140,6 +144,9 @@ def generate_report(
     ``evidence_dir``: where the non-public evidence bundle (manifest, every query's CSV, the
     model metadata file) is written; a public report always writes one (default: the
     ``evidence`` folder of ``output_dir``) and attaches only its public tables.
+    ``versions_dir``: where every version is kept (default ``output_dir``): the same content
+    is the same version, byte for byte (reports/versions.py); new content the next version,
+    which begins with what changed since the one before.
     """
     definition = report_definition(name)
     generated_at = generated_at or datetime.now(UTC).replace(tzinfo=None, microsecond=0)
@@ -202,26 +209,44 @@ def generate_report(
     context["report"] = _report_context(
         definition, evidence, digest, dated, bundle_sha256
     ) | context.get("report", {})
-    html = render_html(definition.template, context)
-    rendered = render_pdf(
-        html,
-        attachments,
-        identifier=hashlib.sha256(digest.encode()).digest()[:16],
-        dated=dated,
-        limits=limits,
+    fetches: list[FetchRecord] = []
+
+    def render(version: dict[str, Any]) -> bytes:
+        context["report"]["version"] = version
+        rendered = render_pdf(
+            render_html(definition.template, context),
+            attachments,
+            identifier=hashlib.sha256(digest.encode()).digest()[:16],
+            dated=dated,
+            limits=limits,
+        )
+        fetches.extend(rendered.fetches)
+        return rendered.pdf
+
+    versions_dir = versions_dir or output_dir
+    document = document_name(definition.name, _slug(request))
+    shown = (
+        [q.name for q in definition.public_queries(request.edition)] if definition.public else None
     )
+    pdf, kept = render_versioned(
+        wh, versions_dir, document, evidence, render, rendered_at=generated_at, shown=shown
+    )
+    if bundle is not None:  # the bundle the kept version names, kept beside it
+        bundle = keep_companion(versions_dir, kept, BUNDLE_SUFFIX, bundle)
+        bundle_sha256 = hashlib.sha256(bundle).hexdigest()
     path = output_dir / f"{definition.name}-{_slug(request)}.pdf"
     if bundle_path is not None and bundle is not None:
         _write_atomically(bundle_path, bundle)
-    _write_atomically(path, rendered.pdf)
+    _write_atomically(path, pdf)
     return GeneratedReport(
         definition.name,
         path,
         manifest,
         evidence,
-        rendered.fetches,
+        tuple(fetches),
         bundle_path,
         bundle_sha256,
+        kept,
     )
 
 

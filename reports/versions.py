@@ -159,9 +159,13 @@ def version_context(
     updated: str,
     earlier: Sequence[DocumentVersion],
     changed: Sequence[Change],
+    shown: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """What the template shows: this version, its date, the earlier ones and what changed."""
+    """What the template shows: this version, its date, the earlier ones and what changed.
+    ``shown``: the evidence queries the document may show (a public document's public ones);
+    changes of the others are counted, not listed."""
     previous = earlier[-1] if earlier else None
+    listed = [c for c in changed if shown is None or c.field.split(" / ")[0] in shown]
     return {
         "number": number,
         "updated": updated,
@@ -171,8 +175,9 @@ def version_context(
         "previous": previous.version if previous else None,
         "changes": [
             {"field": c.field, "before": c.before or "(none)", "after": c.after or "(none)"}
-            for c in changed
+            for c in listed
         ],
+        "unlisted_changes": len(changed) - len(listed),
     }
 
 
@@ -196,6 +201,7 @@ def render_versioned(
     render: Callable[[dict[str, Any]], bytes],
     *,
     rendered_at: datetime,
+    shown: Sequence[str] | None = None,
 ) -> tuple[bytes, DocumentVersion]:
     """The document's PDF for ``evidence``: the latest version's own bytes when its content is
     unchanged, else ``render(version context)`` kept and recorded as the next version.
@@ -212,10 +218,23 @@ def render_versioned(
         stored = reports_dir / latest.stored_path
         if stored.exists():
             return stored.read_bytes(), latest
+        # its file is gone (another reports folder): the same version, rendered again
+        earlier, latest = earlier[:-1], (earlier[-2] if len(earlier) > 1 else None)
+        pdf = render(
+            version_context(
+                len(earlier) + 1,
+                (evidence.cutoff or rendered_at).strftime("%Y-%m-%d"),
+                earlier,
+                changes(latest.fields, fields) if latest else [],
+                shown,
+            )
+        )
+        store(reports_dir, document, pdf)
+        return pdf, history_entry(earlier, document, digest, pdf, evidence, rendered_at, fields)
     number = latest.version + 1 if latest else 1
     updated = (evidence.cutoff or rendered_at).strftime("%Y-%m-%d")
     changed = changes(latest.fields, fields) if latest else []
-    pdf = render(version_context(number, updated, earlier, changed))
+    pdf = render(version_context(number, updated, earlier, changed, shown))
     sha256, stored_path = store(reports_dir, document, pdf)
     version = DocumentVersion(
         document, number, digest, sha256, stored_path, evidence.cutoff, rendered_at, fields
@@ -229,3 +248,35 @@ def render_versioned(
             hint="render it again: it becomes the next version, or the same one if unchanged",
         ) from None
     return pdf, version
+
+
+def history_entry(
+    earlier: Sequence[DocumentVersion],
+    document: str,
+    digest: str,
+    pdf: bytes,
+    evidence: Evidence,
+    rendered_at: datetime,
+    fields: Mapping[str, str],
+) -> DocumentVersion:
+    """The version after ``earlier`` for ``pdf`` (not recorded: the caller decides)."""
+    sha256 = hashlib.sha256(pdf).hexdigest()
+    stored = Path(VERSIONS_FOLDER, *document.split("/"), f"{sha256}.pdf").as_posix()
+    return DocumentVersion(
+        document, len(earlier) + 1, digest, sha256, stored, evidence.cutoff, rendered_at, fields
+    )
+
+
+def keep_companion(reports_dir: Path, version: DocumentVersion, suffix: str, data: bytes) -> bytes:
+    """A file that belongs with a version's PDF (its evidence bundle), kept beside it once:
+    the bytes already kept when there are any (the ones the version's pages name), else
+    ``data``, which is kept now."""
+    path = reports_dir / (version.stored_path.removesuffix(".pdf") + suffix)
+    if path.exists():
+        return path.read_bytes()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_bytes(data)
+    os.chmod(partial, 0o444)
+    os.replace(partial, path)
+    return data

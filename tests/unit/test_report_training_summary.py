@@ -276,7 +276,8 @@ def test_top_domains_for_an_sme_and_when_the_rule_cannot_be_applied(
     sme = generate_report(
         wh, "training_summary", ReportRequest(model="student"), tmp_path, models_dir=models
     )
-    text = pdf_text(sme.path)
+    # the document's own pages (a later version begins with what changed since the earlier)
+    text = pdf_text(sme.path).split("Contents", 1)[1]
     assert "2 of 30 domains: the top 5% or 1,000 domains, whichever is lower" in text
     assert "2 wikipedia.org 20.0 %" in text and "news.example" not in text
     assert pdf_attachments(sme.path)["top_domains.csv"].decode().count("\n") == 1 + 2

@@ -10,12 +10,17 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from report_pdf import pdf_text
+from report_scenario import build_scenario
 
 from annex.settings import WarehouseSettings
 from reports.definition import Evidence, EvidenceQuery, QueryResult, ReportRequest
 from reports.evidence import COLLECTIONS, encode_csv
+from reports.generate import generate_report
+from reports.period import month_period
 from reports.versions import changes, content_fields, history, render_versioned
 from warehouse import Warehouse
+from warehouse.models.attestation_coverage import refresh_attestation_coverage
 
 WHEN = datetime(2026, 11, 28, 12, 0)
 
@@ -103,3 +108,31 @@ def test_content_that_returns_to_an_earlier_state_is_a_new_version(
             wh, tmp_path, "d/x", evidence(compute), render, rendered_at=WHEN
         )
     assert version.version == 3
+
+
+@pytest.mark.slow
+def test_a_rendered_report_is_kept_and_a_new_one_says_what_changed(tmp_path: Path) -> None:
+    """Through generate_report: the same warehouse renders the same version byte for byte;
+    changed evidence renders version 2, whose first page after the cover lists the change and
+    whose appendix lists version 1 with its hash."""
+    wh = build_scenario(tmp_path / "scenario")
+    october = ReportRequest(period=month_period("2026-10"))
+    out = tmp_path / "reports"
+    first = generate_report(wh, "attestation", october, out, generated_at=WHEN)
+    v1_bytes = first.path.read_bytes()
+    assert first.version is not None and first.version.version == 1
+    assert "Version 1, last updated" in pdf_text(first.path)
+    again = generate_report(wh, "attestation", october, out, generated_at=datetime(2027, 1, 1))
+    assert again.version == first.version and again.path.read_bytes() == v1_bytes
+    with wh.writer() as con:
+        con.execute("DELETE FROM core.attestation_records WHERE rowid = (SELECT min(rowid) "
+                    "FROM core.attestation_records)")  # fmt: skip
+        refresh_attestation_coverage(con, since=datetime(2026, 10, 1))
+    wh.publish()
+    second = generate_report(wh, "attestation", october, out, generated_at=WHEN)
+    assert second.version is not None and second.version.version == 2
+    text = pdf_text(second.path)
+    assert "What changed since version 1" in text and "Version 2, last updated" in text
+    assert first.version.pdf_sha256 in text.replace(" ", "")
+    kept = sorted((out / "versions" / "attestation").rglob("*.pdf"))
+    assert len(kept) == 2 and (out / first.version.stored_path).read_bytes() == v1_bytes
