@@ -88,6 +88,7 @@ def render_month(
                 ReportRequest(model=model.name, edition=edition),
                 out,
                 models_dir=settings.models.dir,
+                versions_dir=report_output_dir(settings),  # one history across the months
             )
             for model in load_registry(settings.models.dir).models
             for edition in definition.editions or [None]
