@@ -409,10 +409,10 @@ def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
     started = time.perf_counter()
     # The world's present is this moment, so that what annex collects now (the inventory,
-    # telemetry, attestations pushed live) and the world's history line up in time; a rerun on
-    # a warehouse that holds the demo's evidence rebuilds the same world (the same run ids, Job
-    # uids and event ids), so it collects the same evidence again and changes no figure.
-    world = build_world(nodes=args.nodes, seed=args.seed, now=_demo_world_clock(settings, args))
+    # telemetry, attestations pushed live) and the world's history line up in time.
+    world = build_world(
+        nodes=args.nodes, seed=args.seed, now=datetime.now(UTC).replace(microsecond=0)
+    )
     # TLS, because kubectl sends a bearer token only over HTTPS.
     with SimulatedCluster(world, port=args.port, tls=True) as cluster:
         kubeconfig = cluster.write_kubeconfig(args.kubeconfig)
