@@ -343,10 +343,13 @@ def build(evidence: Evidence) -> dict[str, Any]:
     hours = sum(r["gpu_hours"] or 0.0 for r in runs)
     telemetry_hours = sum((r["telemetry_coverage"] or 0.0) * (r["gpu_hours"] or 0.0) for r in runs)
     sources = Counter(r["utilisation_source"] for r in runs if r["utilisation_source"])
-    run_gaps = [
+    running = {r["run_id"] for r in all_runs if r["running"]}
+    run_gaps = [  # a running run's plan-only or missing token count is "running", not a gap
         {"run_id": g["run_id"], "gap": prose(g["gap"])}
         for g in gaps
-        if g["scope"] == "run" and not g["gap"].startswith("running:")
+        if g["scope"] == "run"
+        and not g["gap"].startswith("running:")
+        and not (g["run_id"] in running and g["gap"].startswith("no token counts"))
     ]
     run_gap_texts = {g["gap"] for g in gaps if g["scope"] == "run"}
     context: dict[str, Any] = {
@@ -443,6 +446,7 @@ def _format_model(model: Row) -> Row:
         or not own
         or energy * formulas.JOULES_PER_MWH >= own / PHYSICS_FLOP_PER_JOULE
     )
+    out["energy_coverage_fmt"] = share(model["energy_coverage"])
     seconds = model["wall_clock_seconds"]
     out["wall_clock_hours"] = f"{seconds / 3600:,.1f}" if seconds is not None else None
     joules = model["measured_gpu_joules"]
