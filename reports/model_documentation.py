@@ -1030,9 +1030,9 @@ def _format_threshold(row: Row) -> Row:
         "learned_text": f"{row['learned_at']:%Y-%m-%d}" if row["learned_at"] else "-",
         "due_text": f"{row['notification_due']:%Y-%m-%d}"
         if row["notification_due"]
-        else ("nothing to notify"
-            if row["threshold"] == "gpai" and row["status"] in SYSTEMIC
-            else "-"),
+        else (
+            "nothing to notify" if row["threshold"] == "gpai" and row["status"] in SYSTEMIC else "-"
+        ),
     }
 
 
