@@ -258,13 +258,13 @@ QUERIES = (
     EvidenceQuery(
         "node_pools",
         "MDF 7 hardware and Code Measure 1.3 integrity: the node pools and GPU models the "
-        "training Jobs held GPUs on (marts.attestation_gpu_hours by Job, pools from "
+        "counted training runs' Jobs held GPUs on (marts.attestation_gpu_hours by Job, pools from "
         "marts.node_gpu_capacity), with the attestation coverage of those GPU-hours.",
         """
         WITH jobs AS (
             SELECT DISTINCT kubernetes_cluster, kubernetes_namespace, kubernetes_job_name
             FROM marts.training_run_compute
-            WHERE model_name = $model AND kubernetes_job_name IS NOT NULL
+            WHERE model_name = $model AND counted AND kubernetes_job_name IS NOT NULL
         ),
         held AS (
             SELECT a.cluster, a.node_name,

@@ -151,6 +151,8 @@ def test_national_authority_edition_answers_training_time_with_the_range_bin(
     assert "wall-clock days" not in text.replace("precise wall-clock", "")
     assert flop(HARDWARE_FLOP) not in text and "hardware-days (" not in text
     assert "0.101 MWh" in text  # MDF 8 asks the same energy of both authorities
+    assert "No training run of this model" not in text  # it reads no run list: not a gap
+    assert "Checkpoint Version Stage Created student/base" in text
     assert "30 of 43 required fields" in text
     attached = pdf_attachments(editions["national_authority"].path)
     assert "model_compute_range.csv" in attached
