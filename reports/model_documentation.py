@@ -20,13 +20,13 @@ The completeness score is the edition's filled fields over its required ones.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from annex.compute import flop
 from annex.model_registry import DOCUMENTATION_FIELDS, ModelEntry
+from reports import numbers
+from reports.charts import power_of_ten
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.errors import ReportError
 from reports.findings import RequiredField
@@ -49,11 +49,105 @@ SYSTEMIC = ("crossed", "projected")
 """Statuses of the 10^25 FLOP threshold under which Annex XI section 2 is required: crossed
 (the Art 51(2) presumption) or projected (the running jobs reach it: documented ahead)."""
 TOP = 12
-IN_METADATA = "the model metadata file"
-LINEAGE = "OpenLineage (marts.lineage_eu_*)"
-COMPUTE = "marts.model_compute"
+IN_METADATA = "model metadata file"
+LINEAGE = "training-data lineage"
+COMPUTE = "training compute evidence"
+RUNS = "training-run lineage"
+HARDWARE = "cluster inventory"
+ATTESTATION = "cluster inventory and attestations"
+THRESHOLDS = "Article 51 assessment"
+EVIDENCE_SOURCES = (
+    (IN_METADATA, "the model's YAML file in the model registry ([models] dir)"),
+    (
+        LINEAGE,
+        "marts.lineage_eu_sources, marts.lineage_eu_summary_size, "
+        "marts.lineage_eu_measures, marts.lineage_models, marts.lineage_model_producers",
+    ),
+    (RUNS, "marts.model_compute_stages, marts.training_run_compute"),
+    (COMPUTE, "marts.model_compute (from OpenLineage runs, GPU allocations, DCGM telemetry)"),
+    (HARDWARE, "marts.model_gpu_hours, marts.node_gpu_capacity"),
+    (ATTESTATION, "marts.attestation_gpu_hours, marts.node_gpu_capacity"),
+    (THRESHOLDS, "marts.model_compute_thresholds"),
+)
+"""The human label each field's Source names, and the tables behind it (appendix only)."""
 
 _SUMMARY = {q.name: q for q in SUMMARY_QUERIES}
+
+# Enum codes of the marts and lineage facets as an officer reads them (issue 40 item 7).
+STAGES = {
+    "pretraining": "pre-training",
+    "continued_pretraining": "continued pre-training",
+    "fine_tuning": "fine-tuning",
+    "reinforcement_learning": "reinforcement learning",
+    "synthetic_data_generation": "synthetic-data generation",
+}
+METHODS = {"hardware": "hardware-based", "architecture": "architecture-based"}
+EXCLUSIONS = {
+    "exploratory": "exploratory run (Guidelines para ~122)",
+    "new_pretraining": "a new pre-training run starts a new model (Guidelines para ~23)",
+    "job_claimed": "its Kubernetes Job is claimed by another run",
+}
+THRESHOLD_NAMES = {
+    "gpai": "10²³ FLOP: indicative GPAI criterion (Guidelines point 17)",
+    "systemic_risk": "10²⁵ FLOP: systemic-risk presumption (Art 51(2))",
+    "modification": "one third of the original's compute: modification (Guidelines points 60-61)",
+}
+STATUS_WORDS = {
+    "crossed": "crossed",
+    "projected": "projected to be crossed",
+    "within_band": "below, within the uncertainty band",
+    "below": "below",
+    "not_applicable": "does not apply",
+}
+CATEGORIES = {
+    "PUBLIC_DATASET": "publicly available datasets",
+    "PRIVATE_LICENSED": "private datasets licensed from rightsholders",
+    "PRIVATE_THIRD_PARTY": "other private datasets from third parties",
+    "CRAWLED": "data crawled from online sources",
+    "USER_DATA": "user data",
+    "SYNTHETIC": "synthetic data",
+    "OTHER": "other sources",
+    "UNKNOWN": "category not stated",
+}
+MEASURE_KINDS = {
+    "tdm_opt_out": "Text-and-data-mining opt-outs",
+    "paywall": "Paywalls",
+    "illegal_content": "Illegal content",
+    "personal_data": "Personal data",
+}
+_SIGNALS = {
+    "robotsTxt": "robots.txt",
+    "tdmrep": "the TDM Reservation Protocol",
+    "ietfAipref": "the IETF AI preferences vocabulary",
+    "aiTxt": "ai.txt",
+    "paywallPolicy": "paywalls",
+}
+_BEHAVIOURS = {
+    "RESPECTED": "honoured",
+    "NOT_RESPECTED": "not honoured",
+    "NOT_CHECKED": "not checked",
+    "NOT_STATED": "not stated",
+    "NO_CIRCUMVENTION": "not circumvented",
+}
+_ACRONYMS = {"csam", "pii", "url", "tdm", "ner", "ai", "rl"}
+
+
+def _words(code: str | None) -> str:
+    """An UPPER_SNAKE code as words: ``CSAM_HASH_MATCHING`` -> ``CSAM hash matching``."""
+    if not code:
+        return "not stated"
+    words = [w.upper() if w in _ACRONYMS else w for w in code.lower().split("_")]
+    text = " ".join(words)
+    return text[:1].upper() + text[1:] if words[0] in _ACRONYMS else text
+
+
+def _measure(measure: str) -> str:
+    """A lineage measure as a sentence: ``robotsTxt: RESPECTED`` -> ``robots.txt honoured``."""
+    signal, _, behaviour = measure.partition(": ")
+    if behaviour:
+        return f"{_SIGNALS.get(signal, signal)} {_BEHAVIOURS.get(behaviour, _words(behaviour))}"
+    return _words(measure)
+
 
 QUERIES = (
     _SUMMARY["checkpoints"],
@@ -63,58 +157,91 @@ QUERIES = (
     _SUMMARY["producers"],
     EvidenceQuery(
         "model_compute",
-        "Annex XI 2(d)-(e), MDF 7-8: the model's cumulative training compute (both methods, "
-        "bands), training time and energy (measured and estimated) with methods and gaps "
-        "(marts.model_compute).",
+        "Annex XI 2(d)-(e), MDF 7-8 (AI Office): the model's cumulative training compute "
+        "(both methods, their ratio, bands), precise training time and the energy of record "
+        "with its measured share and methods (marts.model_compute).",
         """
-        SELECT model_name, in_registry, runs, running_runs,
+        SELECT model_name, in_registry, runs, running_runs, excluded_runs,
                array_to_string(stages, '; ') AS stages, gpu_hours, wall_clock_seconds,
-               wall_clock_days, hardware_days, time_band,
+               wall_clock_days, hardware_days, time_band, active_parameters,
                hardware_flop, hardware_flop_low, hardware_flop_high,
                architecture_flop, architecture_flop_low, architecture_flop_high,
-               disagreement, disagreement_flagged,
-               own_compute_flop, base_compute_flop,
+               methods_ratio, own_compute_flop, base_compute_flop,
                cumulative_compute_flop, cumulative_compute_flop_low,
                cumulative_compute_flop_high, array_to_string(compute_methods, '; ')
                    AS compute_methods,
-               energy_coverage, energy_measured_mwh, energy_measured_mwh_low,
-               energy_measured_mwh_high, energy_measured_mwh_rounded, energy_measured_method,
-               energy_estimated_mwh, energy_estimated_mwh_low, energy_estimated_mwh_high,
-               energy_estimated_mwh_rounded, energy_estimated_method,
+               energy_mwh, energy_mwh_low, energy_mwh_high, energy_mwh_rounded,
+               energy_measured_share, energy_measured_mwh, energy_estimated_method,
                array_to_string(gaps, '; ') AS gaps, refreshed_at
         FROM marts.model_compute
         WHERE model_name = $model
         """,
-        editions=AUTHORITIES,
+        editions=(AI_OFFICE,),
+    ),
+    EvidenceQuery(
+        "model_compute_range",
+        "Annex XI 2(d)-(e), MDF 7-8 (national authority): the model's training compute as an "
+        "order of magnitude (10ⁿ FLOP), training time as the form's range bin, the methods' "
+        "ratio and the energy of record with its measured share (marts.model_compute).",
+        """
+        SELECT model_name, runs, running_runs, excluded_runs,
+               CASE WHEN cumulative_compute_flop > 0
+                    THEN CAST(floor(log10(cumulative_compute_flop)) AS INTEGER)
+               END AS compute_order_of_magnitude,
+               time_band, active_parameters, methods_ratio,
+               array_to_string(compute_methods, '; ') AS compute_methods,
+               energy_mwh_rounded, energy_mwh_low, energy_mwh_high, energy_measured_share,
+               energy_estimated_method, refreshed_at
+        FROM marts.model_compute
+        WHERE model_name = $model
+        """,
+        editions=(NATIONAL_AUTHORITY,),
     ),
     EvidenceQuery(
         "thresholds",
-        "Art 51-52: the model's compute against 10^23 and 10^25 FLOP and, for a modification, "
-        "one third of its base's (marts.model_compute_thresholds).",
+        "Art 51-52: the model's status against 10²³ and 10²⁵ FLOP and, for a modification, "
+        "one third of its base's, with the consequence, the crossing and learned dates and the "
+        "Art 52 notification deadline where one is due (marts.model_compute_thresholds).",
         """
-        SELECT threshold, threshold_flop, threshold_basis, compared_flop, compared_flop_high,
-               applies, status, crossed_at, projected_crossing_at, notification_due
+        SELECT threshold, threshold_basis, applies, status, consequence, crossed_at,
+               projected_crossing_at, learned_at, notification_due
         FROM marts.model_compute_thresholds
         WHERE model_name = $model
-        ORDER BY threshold_flop, threshold
+        ORDER BY CASE threshold WHEN 'gpai' THEN 1 WHEN 'systemic_risk' THEN 2 ELSE 3 END
+        """,
+        editions=AUTHORITIES,
+    ),
+    EvidenceQuery(
+        "stages",
+        "Annex XI 2(b), MDF 5: the model's counted training runs per lifecycle stage "
+        "(marts.model_compute_stages).",
+        """
+        SELECT lifecycle_stage, runs, running_runs
+        FROM marts.model_compute_stages
+        WHERE model_name = $model
+        ORDER BY CASE lifecycle_stage WHEN 'pretraining' THEN 1
+                 WHEN 'continued_pretraining' THEN 2 WHEN 'fine_tuning' THEN 3
+                 WHEN 'reinforcement_learning' THEN 4 ELSE 5 END
         """,
         editions=AUTHORITIES,
     ),
     EvidenceQuery(
         "training_runs",
-        "Annex XI 2(b), 2(d), MDF 5 and 7: the model's training runs by stage, with GPU-hours, "
-        "compute of record, method and energy (marts.training_run_compute).",
+        "Annex XI 2(b), 2(d), MDF 5 and 7 (AI Office): the model's training runs by lifecycle "
+        "stage, counted or listed apart, with GPU-hours, compute of record, method and energy "
+        "(marts.training_run_compute).",
         """
-        SELECT run_id, stage, state, running, started_at, ended_at, kubernetes_cluster,
-               kubernetes_namespace, kubernetes_job_name, gpu_hours, wall_clock_seconds,
-               utilisation_source, compute_flop, compute_flop_low, compute_flop_high,
-               compute_method, energy_measured_mwh, energy_estimated_mwh,
-               array_to_string(gaps, '; ') AS gaps
+        SELECT run_id, lifecycle_stage, counted, exclusion, state, running, started_at,
+               ended_at, declared_gpus, declared_gpu_product, kubernetes_cluster,
+               kubernetes_namespace, kubernetes_job_name,
+               gpu_hours, wall_clock_seconds, utilisation_source, compute_flop,
+               compute_flop_low, compute_flop_high, compute_method, energy_mwh,
+               energy_measured_share, array_to_string(gaps, '; ') AS gaps
         FROM marts.training_run_compute
         WHERE model_name = $model
         ORDER BY started_at NULLS LAST, run_id
         """,
-        editions=AUTHORITIES,
+        editions=(AI_OFFICE,),
     ),
     EvidenceQuery(
         "hardware",
@@ -126,18 +253,18 @@ QUERIES = (
         WHERE model_name = $model
         ORDER BY gpu_hours DESC, gpu_product
         """,
-        editions=AUTHORITIES,
+        editions=(AI_OFFICE,),
     ),
     EvidenceQuery(
         "node_pools",
         "MDF 7 hardware and Code Measure 1.3 integrity: the node pools and GPU models the "
-        "training Jobs held GPUs on (marts.attestation_gpu_hours by Job, pools from "
+        "counted training runs' Jobs held GPUs on (marts.attestation_gpu_hours by Job, pools from "
         "marts.node_gpu_capacity), with the attestation coverage of those GPU-hours.",
         """
         WITH jobs AS (
             SELECT DISTINCT kubernetes_cluster, kubernetes_namespace, kubernetes_job_name
             FROM marts.training_run_compute
-            WHERE model_name = $model AND kubernetes_job_name IS NOT NULL
+            WHERE model_name = $model AND counted AND kubernetes_job_name IS NOT NULL
         ),
         held AS (
             SELECT a.cluster, a.node_name,
@@ -235,12 +362,17 @@ def build(evidence: Evidence) -> dict[str, Any]:
             "files of [models] dir",
         )
     authority = edition in AUTHORITIES
-    compute = _one(evidence, "model_compute") if authority else None
+    compute = None
+    if edition == AI_OFFICE:
+        compute = _one(evidence, "model_compute")
+    elif edition == NATIONAL_AUTHORITY:
+        compute = _one(evidence, "model_compute_range")
     if compute is not None and not compute["runs"]:
         compute = None  # a registry model without training runs: zero is not evidence
     thresholds = evidence.records("thresholds") if authority else []
-    runs = evidence.records("training_runs") if authority else []
-    hardware = evidence.records("hardware") if authority else []
+    stages = evidence.records("stages") if authority else []
+    runs = evidence.records("training_runs") if edition == AI_OFFICE else []
+    hardware = evidence.records("hardware") if edition == AI_OFFICE else []
     pools = evidence.records("node_pools") if authority else []
     systemic_row = next(
         (t for t in thresholds if compute and t["threshold"] == "systemic_risk"), None
@@ -254,14 +386,14 @@ def build(evidence: Evidence) -> dict[str, Any]:
     facts = (
         _general(model, model_name)
         + _use(model)
-        + _design(model, checkpoints, runs)
+        + _design(model, checkpoints, stages)
         + _data(model, sources, size, measures)
     )
     if authority:
-        facts += _compute(model, compute, systemic_row, hardware, pools)
+        facts += _compute(edition, compute, systemic_row, hardware, pools)
         facts += _energy(model, compute)
         if systemic:
-            facts += _systemic(model, runs)
+            facts += _systemic(model, stages)
     fields = [f for f in (fact.in_edition(edition) for fact in facts) if f is not None]
     parts = [p for p in PARTS[edition] if any(f.part == p for f in fields)]
     if systemic:
@@ -285,17 +417,44 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "systemic_row": systemic_row,
         "compute": compute,
         "thresholds": thresholds,
-        "runs": runs[:TOP],
+        "runs": [_format_run(r) for r in runs[:TOP]],
         "runs_total": len(runs),
+        "stage_rows": _stage_rows(compute, evidence) if edition == AI_OFFICE else [],
+        "threshold_rows": [_format_threshold(t) for t in thresholds],
+        "date_findings": _date_findings(model, checkpoints),
+        "evidence_sources": EVIDENCE_SOURCES,
         "hardware": hardware,
         "pools": pools[:TOP],
         "pools_total": len(pools),
         "coverage": _coverage(pools),
-        "categories": _categories(sources),
-        "size": size,
-        "measures": measures[:TOP],
+        "categories": [
+            c
+            | {
+                "category_words": CATEGORIES.get(c["category"], c["category"]),
+                "tokens_words": numbers.scientific(c["tokens"]),
+                "modality_words": ", ".join(_words(m) for m in c["modalities"].split(", ") if m),
+            }
+            for c in _categories(sources)
+        ],
+        "size": [
+            r
+            | {
+                "modality_words": _words(r["modality"]),
+                "tokens_words": numbers.scientific(r["tokens"]),
+                "items_words": numbers.scientific(r["items"]),
+            }
+            for r in size
+        ],
+        "measures": [
+            m
+            | {
+                "kind_words": MEASURE_KINDS.get(m["kind"], m["kind"]),
+                "measure_words": _measure(m["measure"]),
+            }
+            for m in measures[:TOP]
+        ],
         "measures_total": len(measures),
-        "checkpoints": checkpoints[:TOP],
+        "checkpoints": [c | {"stage_words": _words(c["stage"])} for c in checkpoints[:TOP]],
         "checkpoints_total": len(checkpoints),
         "producers": producers,
         "report": {
@@ -307,9 +466,6 @@ def build(evidence: Evidence) -> dict[str, Any]:
     }
     for row in producers:
         row["simulated_mark"] = "yes" if row["simulated"] else "no"
-    for row in thresholds:  # a threshold not crossed has no date: not a gap in the evidence
-        for key in ("crossed_at", "notification_due"):
-            row[f"{key}_text"] = f"{row[key]:%Y-%m-%d %H:%M UTC}" if row[key] else "-"
     notice = simulated_notice(
         producers,
         "training content",
@@ -340,8 +496,10 @@ def _one(evidence: Evidence, name: str) -> Row | None:
 
 
 def _file_remedy(model: ModelEntry | None, model_name: str, what: str) -> str:
-    where = f"{model.file_name} in [models] dir" if model else f"{model_name}.yaml in [models] dir"
-    return f"Set {what} in the model's metadata file ({where})"
+    """What to write where: the file named relative to the model registry, never a path of
+    the machine that rendered the document."""
+    where = model.file_name if model else f"{model_name}.yaml"
+    return f"Set {what} in the model's metadata file ({where} in the model registry)"
 
 
 def _answer(model: ModelEntry | None, name: str) -> str | None:
@@ -424,9 +582,12 @@ def _general(model: ModelEntry | None, model_name: str) -> list[Fact]:
 def _use(model: ModelEntry | None) -> list[Fact]:
     name = model.name if model else ""
     parameters = None
-    if model is not None:
-        parameters = f"{model.parameters:,} total" + (
-            f", {model.active_parameters:,} active per token" if model.active_parameters else ""
+    if model is not None:  # MDF 2: at least two significant figures
+        parameters = f"{numbers.parameters(model.parameters)} in total" + (
+            f"; {numbers.parameters(model.active_parameters)} active per token (mixture of "
+            "experts: the N of the architecture-based compute estimate)"
+            if model.active_parameters
+            else ""
         )
     modalities = None
     if model is not None:
@@ -496,9 +657,13 @@ def _use(model: ModelEntry | None) -> list[Fact]:
     ]  # fmt: skip
 
 
-def _design(model: ModelEntry | None, checkpoints: list[Row], runs: list[Row]) -> list[Fact]:
-    stages = Counter(r["stage"] for r in runs)
-    staged = ", ".join(f"{stage} ({_count(n, 'run')})" for stage, n in sorted(stages.items()))
+def _design(model: ModelEntry | None, checkpoints: list[Row], stages: list[Row]) -> list[Fact]:
+    staged = ", ".join(
+        f"{STAGES.get(r['lifecycle_stage'], r['lifecycle_stage'])} ({_count(r['runs'], 'run')}"
+        + (f", {r['running_runs']} running" if r["running_runs"] else "")
+        + ")"
+        for r in stages
+    )
     return [
         _documented(
             model, "design", "Design specifications of the model", "design_specification",
@@ -513,8 +678,7 @@ def _design(model: ModelEntry | None, checkpoints: list[Row], runs: list[Row]) -
             _refs("Annex XI 2(b)"),
         ),
         Fact(
-            "design", "Training stages recorded", staged or None,
-            "marts.training_run_compute",
+            "design", "Training stages recorded (counted runs)", staged or None, RUNS,
             "Send OpenLineage events for the model's training runs with the annex_trainingRun "
             "facet (stage, modelName, kubernetes job) and run `annex compute`",
             _refs("Annex XI 2(b); MDF 5"),
@@ -523,7 +687,7 @@ def _design(model: ModelEntry | None, checkpoints: list[Row], runs: list[Row]) -
             "design", "Checkpoints in the lineage",
             f"{len(checkpoints)}: " + ", ".join(c["name"] for c in checkpoints[:5])
             + (" ..." if len(checkpoints) > 5 else "") if checkpoints else None,
-            "marts.lineage_models",
+            LINEAGE,
             "Send OpenLineage events whose outputs are the model's checkpoints "
             "(datasetType MODEL)",
             _refs("MDF 1"),
@@ -561,14 +725,14 @@ def _data(
     categories = _categories(sources)
     unknown = [r["name"] for r in sources if r["section"] is None]
     provenance = "; ".join(
-        f"{c['category'].lower().replace('_', ' ')} ({_count(c['datasets'], 'dataset')})"
+        f"{CATEGORIES.get(c['category'], c['category'])} ({_count(c['datasets'], 'dataset')})"
         for c in categories
     )
     modalities = sorted({r["modality"] for r in size if r["modality"] not in (None, "UNKNOWN")})
     points = "; ".join(
         ", ".join(
-            f"{r[k]:,} {k}" for k in ("tokens", "items") if r.get(k)
-        ) + f" ({r['modality'].lower()})"
+            f"{numbers.scientific(r[k])} {k}" for k in ("tokens", "items") if r.get(k)
+        ) + f" ({_words(r['modality'])})"
         for r in size
         if r["modality"] not in (None, "UNKNOWN") and (r.get("tokens") or r.get("items"))
     )  # fmt: skip
@@ -580,13 +744,14 @@ def _data(
     if collected:
         scope.append(f"latest collection {max(collected).isoformat()}")
     curation = "; ".join(
-        f"{m['kind'].replace('_', ' ')}: {m['measure']} ({_count(m['datasets'], 'dataset')})"
+        f"{MEASURE_KINDS.get(m['kind'], m['kind'])}: {_measure(m['measure'])} "
+        f"({_count(m['datasets'], 'dataset')})"
         for m in measures
     )
     lineage_remedy = "Send OpenLineage events for the model's training data with annex_ facets"
     return [
         Fact(
-            "data", "Type of data (modalities)", ", ".join(m.lower() for m in modalities) or None,
+            "data", "Type of data (modalities)", ", ".join(_words(m) for m in modalities) or None,
             LINEAGE, "Give the training inputs an annex_content modality and size",
             _refs("Annex XI 2(c); MDF 6", "Annex XII 2(c); MDF 6"),
         ),
@@ -630,52 +795,73 @@ def _data(
 
 
 def _band(row: Row, name: str) -> str:
-    return (
-        f"{flop(row[name])} FLOP (band {flop(row[name + '_low'])} to {flop(row[name + '_high'])})"
-    )
+    band = numbers.flop_band(row[name + "_low"], row[name + "_high"])
+    return f"{numbers.flop(row[name])} FLOP (band {band})"
 
 
 def _compute(
-    model: ModelEntry | None,
+    edition: str,
     compute: Row | None,
     systemic: Row | None,
     hardware: list[Row],
     pools: list[Row],
 ) -> list[Fact]:
+    """MDF 7 and Annex XI 2(d): the AI Office's answers are exact (compute with its band,
+    precise wall-clock and hardware-days); the national authority's are the order of
+    magnitude of the compute and the form's range bin for training time."""
     remedy = (
         "Run `annex compute` after collecting the training runs' lineage (annex_trainingRun "
         "with the Kubernetes job) and the cluster inventory"
     )
     c = compute or {}
     amount = None
-    if c.get("cumulative_compute_flop"):
+    precise = None
+    if edition == AI_OFFICE and c.get("cumulative_compute_flop"):
         amount = _band(c, "cumulative_compute_flop")
         if c.get("base_compute_flop"):
-            amount += f", of which {flop(c['base_compute_flop'])} FLOP by its base models"
+            amount += f", of which {numbers.flop(c['base_compute_flop'])} FLOP by its base models"
+        if c.get("wall_clock_days") is not None:
+            precise = (
+                f"{c['wall_clock_days']:,.2f} wall-clock days; {c['hardware_days']:,.2f} "
+                f"hardware-days ({c['gpu_hours']:,.1f} GPU-hours observed)"
+            )
+    if edition == NATIONAL_AUTHORITY and c.get("compute_order_of_magnitude") is not None:
+        order = c["compute_order_of_magnitude"]
+        amount = (
+            f"~{power_of_ten(order)} FLOP (order of magnitude: between {power_of_ten(order)} "
+            f"and {power_of_ten(order + 1)} FLOP)"
+        )
     methods = None
     if c.get("compute_methods"):
-        both = []
-        if c.get("hardware_flop") is not None:
-            both.append(f"hardware-based {_band(c, 'hardware_flop')}")
-        if c.get("architecture_flop") is not None:
-            both.append(f"architecture-based (6·N·D) {_band(c, 'architecture_flop')}")
-        methods = f"compute of record: {c['compute_methods']} (the larger estimate); " + "; ".join(
-            both
-        )
-        if c.get("disagreement") is not None:
-            methods += f"; the methods differ by {c['disagreement'] * 100:.0f} %" + (
-                " (beyond the accepted margin)" if c.get("disagreement_flagged") else ""
+        used = ", ".join(METHODS.get(m, m) for m in c["compute_methods"].split("; "))
+        methods = (
+            "per lifecycle stage (pre-training, continued pre-training, fine-tuning, "
+            "reinforcement learning, synthetic-data generation), both estimation methods: "
+            "hardware-based (GPU-seconds × dense peak × utilisation) and architecture-based "
+            "(6 × N × D; 2 × N × D for generated samples"
+            + (
+                ", N the active parameters of the mixture of experts"
+                if c.get("active_parameters")
+                else ""
             )
-    precise = None
-    if c.get("wall_clock_days") is not None:
-        precise = (
-            f"{c['wall_clock_days']:,.2f} wall-clock days; {c['hardware_days']:,.2f} "
-            f"hardware-days ({c['gpu_hours']:,.1f} GPU-hours)"
+            + f"); of record per run the larger of the two, never above the run's physical "
+            f"maximum (methods of record: {used})"
         )
-    gpus = "; ".join(
-        f"{h['gpu_product']}: {h['gpu_hours']:,.1f} GPU-hours in {_count(h['runs'], 'run')}"
-        for h in hardware
-    )
+        if c.get("methods_ratio") is not None:
+            methods += f"; hardware / architecture = {numbers.ratio(c['methods_ratio'])}"
+        if c.get("excluded_runs"):
+            methods += (
+                f"; {_count(c['excluded_runs'], 'run')} listed apart and not counted "
+                "(exploratory runs, Guidelines para ~122; a new pre-training run, para ~23; a "
+                "Job claimed by another run)"
+            )
+    if edition == AI_OFFICE:
+        gpus = "; ".join(
+            f"{h['gpu_product']}: {h['gpu_hours']:,.1f} GPU-hours in {_count(h['runs'], 'run')}"
+            for h in hardware
+        )
+    else:  # GPU models only: their GPU-hours would give the precise hardware-days
+        gpus = ", ".join(sorted({p["gpu_product"] for p in pools if p["gpu_product"]}))
     pooled = "; ".join(
         f"pool {p['pool'] or 'unknown (node not in the inventory or unlabelled)'}"
         f" ({p['gpu_product'] or 'GPU model unknown'}): {_count(p['nodes'], 'node')}"
@@ -685,19 +871,20 @@ def _compute(
     classification = None
     if systemic is not None:
         classification = {
-            "crossed": "systemic risk presumed (Art 51(2)): cumulative compute crossed 10^25 FLOP",
-            "projected": "systemic risk projected: the running jobs reach 10^25 FLOP",
-            "within_band": "below 10^25 FLOP, but within the uncertainty band",
-            "below": "below 10^25 FLOP: no systemic-risk presumption",
+            "crossed": "systemic risk presumed (Art 51(2)): cumulative compute crossed 10²⁵ FLOP",
+            "projected": "systemic risk projected: the counted runs' plans or rate reach 10²⁵ FLOP",
+            "within_band": "below 10²⁵ FLOP, but within the uncertainty band",
+            "below": "below 10²⁵ FLOP: no systemic-risk presumption",
         }.get(systemic["status"], systemic["status"])
-        if systemic["notification_due"] is not None and systemic["status"] in SYSTEMIC:
+        if systemic["notification_due"] is not None:
             classification += (
                 f"; Art 52(1) notification due {systemic['notification_due']:%Y-%m-%d}"
             )
     return [
         Fact(
             "compute", "Amount of training compute", amount, COMPUTE, remedy,
-            _refs("Annex XI 2(d); MDF 7"),
+            {AI_OFFICE: "Annex XI 2(d); MDF 7 (AI Office)",
+             NATIONAL_AUTHORITY: "Annex XI 2(d); MDF 7 (national authority)"},
         ),
         Fact(
             "compute", "Measurement methodology", methods, COMPUTE, remedy,
@@ -712,39 +899,40 @@ def _compute(
             {NATIONAL_AUTHORITY: "Annex XI 2(d); MDF 7 (national authority)"},
         ),
         Fact(
-            "compute", "Hardware used (GPU models)", gpus or None, "marts.model_gpu_hours",
+            "compute", "Hardware used (GPU models)", gpus or None, HARDWARE,
             remedy, _refs("MDF 7"),
         ),
         Fact(
-            "compute", "Hardware used (node pools)", pooled or None,
-            "marts.attestation_gpu_hours, marts.node_gpu_capacity",
+            "compute", "Hardware used (node pools)", pooled or None, ATTESTATION,
             "Collect the cluster inventory and run the attestation coverage refresh "
             "(`annex attestation`), which attributes GPU-hours to nodes by Job",
             _refs("MDF 7"),
         ),
         Fact(
             "compute", "Systemic-risk classification (Art 51)", classification,
-            "marts.model_compute_thresholds", remedy, _refs("Art 51(2); Art 52(1)"),
+            THRESHOLDS, remedy, _refs("Art 51(2); Art 52(1)"),
         ),
     ]  # fmt: skip
 
 
 def _energy(model: ModelEntry | None, compute: Row | None) -> list[Fact]:
+    """MDF 8, Annex XI 2(e): the energy of record (measured where telemetry saw the GPU-hours,
+    estimated for the rest), its measured share and both methods; never a part as the total."""
     c = compute or {}
     energy = None
     method = None
-    if c.get("energy_measured_mwh") is not None and c.get("energy_coverage"):
+    if c.get("energy_mwh_rounded") is not None:
         energy = (
-            f"{c['energy_measured_mwh_rounded']:g} MWh measured (band "
-            f"{c['energy_measured_mwh_low']:.3g} to {c['energy_measured_mwh_high']:.3g} MWh)"
+            f"{numbers.mwh(c['energy_mwh_rounded'])} MWh (band {numbers.mwh(c['energy_mwh_low'])} "
+            f"to {numbers.mwh(c['energy_mwh_high'])} MWh), of which "
+            f"{numbers.share(c['energy_measured_share'])} measured"
         )
-        method = c["energy_measured_method"]
-    elif c.get("energy_estimated_mwh") is not None:
-        energy = (
-            f"{c['energy_estimated_mwh_rounded']:g} MWh estimated (band "
-            f"{c['energy_estimated_mwh_low']:.3g} to {c['energy_estimated_mwh_high']:.3g} MWh)"
+        method = (
+            "measured: integrated DCGM energy × server overhead × PUE on the GPU-hours "
+            f"telemetry saw ({numbers.share(c['energy_measured_share'])} of the total); "
+            f"estimated for the rest: {c['energy_estimated_method']}, or from compute at the "
+            "assumed utilisation where no GPU-hours are known (Annex XI 2(e))"
         )
-        method = c["energy_estimated_method"]
     remedy = (
         "Collect DCGM telemetry (energy counters or power) for the training GPUs and run "
         "`annex compute`; without it the estimate needs GPU-hours of a GPU model with a TDP"
@@ -765,14 +953,17 @@ def _energy(model: ModelEntry | None, compute: Row | None) -> list[Fact]:
     ]  # fmt: skip
 
 
-def _systemic(model: ModelEntry | None, runs: list[Row]) -> list[Fact]:
-    tuned = [r for r in runs if r["stage"] == "FINE_TUNING"]
+def _systemic(model: ModelEntry | None, stages: list[Row]) -> list[Fact]:
+    tuned = sum(
+        r["runs"] for r in stages
+        if r["lifecycle_stage"] in ("fine_tuning", "reinforcement_learning")
+    )  # fmt: skip
     adaptations = _documented(
         model, "systemic", "Model adaptations (alignment, fine-tuning)", "model_adaptations",
         _refs("Annex XI section 2(2)"),
     )  # fmt: skip
     if adaptations.value and tuned:
-        value = f"{adaptations.value} (fine-tuning runs recorded: {len(tuned)}, training_runs.csv)"
+        value = f"{adaptations.value} (fine-tuning and RL runs recorded: {tuned})"
         adaptations = replace(adaptations, value=value)
     return [
         _documented(
@@ -789,6 +980,86 @@ def _systemic(model: ModelEntry | None, runs: list[Row]) -> list[Fact]:
             _refs("Annex XI section 2(3)"),
         ),
     ]  # fmt: skip
+
+
+def _stage_rows(compute: Row | None, evidence: Evidence) -> list[Row]:
+    """The AI Office edition's table: the model's compute by both methods, exact."""
+    if compute is None:
+        return []
+    rows = []
+    for label, key in (
+        ("Hardware-based: GPU-seconds × dense peak × utilisation", "hardware_flop"),
+        ("Architecture-based: 6 × N × D (2 × N × D for generated samples)", "architecture_flop"),
+        ("Cumulative compute of record (counted runs and base models)", "cumulative_compute_flop"),
+    ):
+        rows.append(
+            {
+                "label": label,
+                "value": numbers.flop(compute[key]),
+                "band": numbers.flop_band(compute[f"{key}_low"], compute[f"{key}_high"]),
+            }
+        )
+    return rows
+
+
+def _format_run(row: Row) -> Row:
+    """A training run as the AI Office edition lists it: stage in words, "running" for a run
+    that has not ended (not a gap), whether it counts."""
+    hours = f"{row['gpu_hours']:,.1f}" if row["gpu_hours"] is not None else None
+    if hours is None and row["declared_gpus"]:
+        hours = f"not observed: {row['declared_gpus']:,} GPUs declared"
+    return row | {
+        "stage_words": STAGES.get(row["lifecycle_stage"], row["lifecycle_stage"]),
+        "started_day": row["started_at"].date().isoformat() if row["started_at"] else None,
+        "ended_day": row["ended_at"].date().isoformat() if row["ended_at"] else None,
+        "hours_words": hours,
+        "ended_words": "running" if row["running"] else row["ended_at"],
+        "counted_words": "counted"
+        if row["counted"]
+        else f"not counted: {EXCLUSIONS.get(row['exclusion'], row['exclusion'])}",
+        "compute_words": numbers.flop(row["compute_flop"]),
+    }
+
+
+def _format_threshold(row: Row) -> Row:
+    return row | {
+        "name": THRESHOLD_NAMES.get(row["threshold"], row["threshold"]),
+        "status_words": STATUS_WORDS.get(row["status"], row["status"]),
+        "consequence_words": numbers.prose(row["consequence"]),
+        "crossed_text": f"{row['crossed_at']:%Y-%m-%d}" if row["crossed_at"] else "-",
+        "learned_text": f"{row['learned_at']:%Y-%m-%d}" if row["learned_at"] else "-",
+        "due_text": f"{row['notification_due']:%Y-%m-%d}"
+        if row["notification_due"]
+        else (
+            "nothing to notify" if row["threshold"] == "gpai" and row["status"] in SYSTEMIC else "-"
+        ),
+    }
+
+
+def _date_findings(model: ModelEntry | None, checkpoints: list[Row]) -> list[str]:
+    """Dates that contradict each other: a release before the checkpoint it names was made,
+    an EU market date before the release."""
+    if model is None:
+        return []
+    out = []
+    release, market = model.release_date, model.eu_market_date
+    if release is not None and model.versions:
+        version = model.versions[-1]
+        named = [c for c in checkpoints if c["name"].rsplit("/", 1)[-1] == version]
+        made = max((c["created_at"] for c in named if c["created_at"]), default=None)
+        if made is not None and release < made.date():
+            out.append(
+                f"The release date {release.isoformat()} precedes the checkpoint it names, "
+                f"{named[0]['name']}, made on {made.date().isoformat()} (lineage): correct the "
+                "release date or the version in the model's metadata file."
+            )
+    if market is not None and release is not None and market < release:
+        out.append(
+            f"The date placed on the EU market, {market.isoformat()}, precedes the release "
+            f"date {release.isoformat()}: a model is placed on the market when it is released "
+            "or later; correct one of them in the model's metadata file."
+        )
+    return out
 
 
 def _coverage(pools: list[Row]) -> dict[str, float] | None:

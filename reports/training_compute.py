@@ -2,26 +2,30 @@
 
 For a compliance officer: where the model stands against each threshold first (10^23 FLOP
 indicative GPAI criterion, 10^25 FLOP systemic-risk presumption, one third of the original's
-compute for a modification), with the crossing or projected crossing date and the two-week
-notification deadline; then the evidence behind it: both estimation methods with their bands
-and whether they agree, the compute of record and why, training time, energy, hardware, the
-training runs, and every gap in the evidence. All figures are the compute marts' (built by
-``warehouse.models.compute.refresh_compute`` with the formulas of
-``warehouse.models.compute_formulas``), so the report, ``annex compute`` and analysts' SQL say
-the same; this module only selects, formats and draws them.
+compute for a modification), each status with its consequence and its source, and a "notify
+by" date only where the law asks for a notification (Art 52(1): the systemic-risk threshold);
+then the compute of record per lifecycle stage with both estimation methods side by side,
+their ratio and why the method of record was chosen; which runs count and which are listed
+apart (and why, with the Guidelines point); the findings behind the figures (a Kubernetes Job
+claimed twice, a figure above a run's physical maximum); training time and hardware; the
+energy of record with its measured share; and every gap in the evidence.
+
+All figures are the compute marts' (built by ``warehouse.models.compute.refresh_compute``), so
+the report, ``annex compute`` and analysts' SQL say the same; this module only selects, words
+and formats them, in the one number format of ``reports.numbers``.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-from reports.charts import PALETTE, Level, TimeSeries, log_lines, power_of_ten
+from reports.charts import PALETTE, Level, TimeSeries, log_lines
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.errors import ReportError
+from reports.numbers import flop, flop_band, mwh, parameters, prose, ratio, share
 from reports.training_summary import simulated_notice
 from warehouse.models import compute_formulas as formulas
 
@@ -30,9 +34,13 @@ Row = dict[str, Any]
 SOURCES = ("kubernetes", "telemetry", "gpubench", "lineage")
 TOP = 15
 RUN_ID_CHARS = 14
-"""Run ids are cut to this many characters in the inline table (OpenLineage ids are UUIDs)."""
+"""Run ids are cut to this many characters in the inline runs table (OpenLineage ids are
+UUIDs); findings and runs listed apart name them whole."""
 CURVE_POINTS = 240
 """Most points of the cumulative-compute line (a sweep over the runs' spans, sampled)."""
+PHYSICS_FLOP_PER_JOULE = 2e13
+"""No GPU delivers more than about 2 × 10¹³ FLOP per joule: the energy of record must be at
+least compute / 2 × 10¹³ J (reference eu-ai-act.md §7)."""
 
 
 def _band_columns(name: str) -> str:
@@ -42,56 +50,92 @@ def _band_columns(name: str) -> str:
 QUERIES = (
     EvidenceQuery(
         "model",
-        "The model's cumulative training compute, time and energy with their bands, methods "
-        "and projection (marts.model_compute).",
+        "The model's cumulative training compute of record, time and energy with their bands, "
+        "methods, runs counted and listed apart, and projection (marts.model_compute).",
         f"""
-        SELECT model_name, in_registry, provider, parameters,
+        SELECT model_name, in_registry, provider, parameters, active_parameters,
                array_to_string(base_models, ', ') AS base_models, runs, running_runs,
-               array_to_string(stages, ', ') AS stages, gpu_hours, wall_clock_seconds,
-               wall_clock_days, hardware_days, time_band, {_band_columns("hardware_flop")},
-               {_band_columns("architecture_flop")}, disagreement, disagreement_flagged,
-               {_band_columns("own_compute_flop")}, base_compute_flop,
-               {_band_columns("cumulative_compute_flop")},
+               excluded_runs, array_to_string(stages, ', ') AS stages, gpu_hours,
+               wall_clock_seconds, wall_clock_days, hardware_days, time_band,
+               {_band_columns("hardware_flop")}, {_band_columns("architecture_flop")},
+               methods_ratio, {_band_columns("own_compute_flop")}, base_compute_flop,
+               {_band_columns("cumulative_compute_flop")}, physical_max_flop,
                array_to_string(compute_methods, ', ') AS compute_methods, measured_gpu_joules,
-               energy_coverage, {_band_columns("energy_measured_mwh")},
-               energy_measured_mwh_rounded, energy_measured_method,
-               {_band_columns("energy_estimated_mwh")}, energy_estimated_mwh_rounded,
-               energy_estimated_method, rate_flop_per_s, plan_end, projected_compute_flop,
-               planned_compute_flop, len(gaps) AS gaps, refreshed_at
+               energy_coverage, {_band_columns("energy_mwh")}, energy_mwh_rounded,
+               energy_measured_share, energy_method, energy_measured_mwh,
+               energy_estimated_mwh, energy_estimated_method, rate_flop_per_s, plan_end,
+               projected_compute_flop, planned_compute_flop, len(gaps) AS gaps, refreshed_at
         FROM marts.model_compute
         WHERE model_name = $model
         """,
     ),
     EvidenceQuery(
         "thresholds",
-        "Article 51 thresholds: status, crossing or projected crossing date and notification "
-        "deadline (marts.model_compute_thresholds).",
+        "Article 51 thresholds: status and its consequence, crossing or projected crossing "
+        "date, when the provider learned (the plan's recorded time) and the Art 52 "
+        "notification deadline where one is due (marts.model_compute_thresholds).",
         """
         SELECT threshold, threshold_flop, threshold_basis, compared_flop, compared_flop_high,
-               applies, status, crossed_at, projected_crossing_at, projection_basis, learned_at,
-               notification_due, alert_enabled, alert, refreshed_at
+               applies, status, consequence, crossed_at, projected_crossing_at,
+               projection_basis, learned_at, notification_due, alert_enabled, alert,
+               refreshed_at
         FROM marts.model_compute_thresholds
         WHERE model_name = $model
         ORDER BY CASE threshold WHEN 'gpai' THEN 1 WHEN 'systemic_risk' THEN 2 ELSE 3 END
         """,
     ),
     EvidenceQuery(
+        "stages",
+        "Per lifecycle stage over the counted runs: both methods, their ratio, the compute of "
+        "record and why, the physical maximum and the energy of record "
+        "(marts.model_compute_stages).",
+        """
+        SELECT lifecycle_stage, runs, running_runs, gpu_hours, hardware_flop,
+               architecture_flop, methods_ratio, compute_flop, compute_flop_low,
+               compute_flop_high, compute_method, compute_method_basis, physical_max_flop,
+               energy_mwh, energy_measured_share, refreshed_at
+        FROM marts.model_compute_stages
+        WHERE model_name = $model
+        ORDER BY CASE lifecycle_stage WHEN 'pretraining' THEN 1
+                 WHEN 'continued_pretraining' THEN 2 WHEN 'fine_tuning' THEN 3
+                 WHEN 'reinforcement_learning' THEN 4 ELSE 5 END
+        """,
+    ),
+    EvidenceQuery(
+        "findings",
+        "What stands behind the figures: a Kubernetes Job claimed by two runs, a run's "
+        "architecture figure above its physical maximum, runs listed apart "
+        "(marts.compute_findings).",
+        """
+        SELECT f.run_id, f.kind, f.severity, f.other_run_id, f.kubernetes_job, f.message,
+               r.running
+        FROM marts.compute_findings AS f
+        LEFT JOIN marts.training_run_compute AS r USING (model_name, run_id)
+        WHERE f.model_name = $model
+        ORDER BY CASE f.severity WHEN 'high' THEN 1 ELSE 2 END, f.kind, f.run_id
+        """,
+    ),
+    EvidenceQuery(
         "runs",
-        "Every training run counted toward the model, with both compute estimates, time, "
-        "energy, coverage and evidence ids (marts.training_run_compute); span_start/span_end "
-        "are the span its compute accrues over (allocations, else the lineage run).",
+        "Every training run attributed to the model, counted or listed apart (and why), with "
+        "both compute estimates, their ratio, the physical maximum, time, energy, coverage and "
+        "evidence ids (marts.training_run_compute); span_start/span_end are the span its "
+        "compute accrues over (allocations, else the lineage run).",
         f"""
-        SELECT run_id, stage, state, running, attributed_by, lineage_model_name, started_at,
-               ended_at, kubernetes_cluster, kubernetes_namespace, kubernetes_job_name,
-               namespace_in_registry, gpus, open_gpus, gpu_hours, first_allocation_at,
-               last_allocation_at, wall_clock_seconds, wall_clock_source, hardware_days,
-               utilisation, utilisation_source, telemetry_coverage,
-               {_band_columns("hardware_flop")}, parameters, tokens, flop_per_parameter_token,
-               {_band_columns("architecture_flop")}, disagreement, disagreement_margin,
-               disagreement_flagged, {_band_columns("compute_flop")}, compute_method,
-               measured_gpu_joules, energy_coverage, {_band_columns("energy_measured_mwh")},
-               {_band_columns("energy_estimated_mwh")}, rate_flop_per_s,
-               planned_remaining_flop,
+        SELECT run_id, stage, lifecycle_stage, purpose, counted, exclusion, exclusion_basis,
+               state, running, attributed_by, lineage_model_name, started_at, ended_at,
+               kubernetes_cluster, kubernetes_namespace, kubernetes_job_name,
+               namespace_in_registry, gpus, open_gpus, declared_gpus, declared_gpu_product,
+               gpu_hours, first_allocation_at, last_allocation_at, wall_clock_seconds,
+               wall_clock_source, hardware_days, utilisation, utilisation_source,
+               telemetry_coverage, {_band_columns("hardware_flop")}, parameters,
+               total_parameters, tokens, flop_per_parameter_token,
+               {_band_columns("architecture_flop")}, methods_ratio, disagreement_flagged,
+               physical_max_flop, physical_max_source, above_physical_max,
+               {_band_columns("compute_flop")}, compute_method, compute_method_basis,
+               measured_gpu_joules, energy_coverage, {_band_columns("energy_mwh")},
+               energy_measured_share, energy_method, energy_measured_mwh,
+               energy_estimated_mwh, rate_flop_per_s, planned_remaining_flop,
                coalesce(first_allocation_at, started_at) AS span_start,
                CASE WHEN first_allocation_at IS NOT NULL THEN last_allocation_at
                     WHEN started_at IS NOT NULL THEN coalesce(ended_at, refreshed_at)
@@ -190,32 +234,18 @@ QUERIES = (
 
 SECTIONS = (
     Section("assessment", "Article 51 assessment"),
-    Section("methods", "Training compute: both estimation methods"),
+    Section("stages", "Compute of record by lifecycle stage"),
+    Section("runs", "Which runs count"),
+    Section("findings", "Findings behind the figures"),
     Section("time", "Training time and hardware"),
     Section("energy", "Energy"),
-    Section("runs", "Training runs"),
     Section("gaps", "Gaps in the evidence"),
 )
 
-THRESHOLDS = {
-    "gpai": (
-        f"{power_of_ten(23)} FLOP: indicative GPAI criterion",
-        "Guidelines point 17: a model trained with more than 10^23 FLOP that generates "
-        "language, images or video is indicatively a general-purpose AI model (Art 53 "
-        "obligations).",
-    ),
-    "systemic_risk": (
-        f"{power_of_ten(25)} FLOP: systemic-risk presumption",
-        "Art 51(2): more than 10^25 FLOP presumes high-impact capabilities; Art 52(1): notify "
-        "the Commission without delay and within two weeks of meeting it or learning it will "
-        "be met.",
-    ),
-    "modification": (
-        "One third of the original model's compute: modification",
-        "Guidelines points 60-61: a modifier whose modification compute exceeds one third of "
-        "the original model's becomes the provider of a new model (10^23/3 when the "
-        "original's compute is unknown).",
-    ),
+THRESHOLD_NAMES = {
+    "gpai": "10²³ FLOP (GPAI)",
+    "systemic_risk": "10²⁵ FLOP (systemic risk)",
+    "modification": "⅓ of the original (modification)",
 }
 
 STATUS = {
@@ -226,45 +256,56 @@ STATUS = {
     "not_applicable": ("does not apply", "no"),
 }
 
-_SOURCE_WORDS = {
+STAGE_SHORT = {
+    "pretraining": "pre-training",
+    "continued_pretraining": "continued pre-training",
+    "fine_tuning": "fine-tuning",
+    "reinforcement_learning": "reinforcement learning",
+    "synthetic_data_generation": "synthetic-data generation",
+}
+
+METHOD_WORDS = {
+    "hardware": "hardware-based",
+    "architecture": "architecture-based (6·N·D)",
+    "mixed": "per run, mixed",
+}
+
+EXCLUSIONS = {
+    "exploratory": "Exploratory run",
+    "new_pretraining": "New pre-training run",
+    "job_claimed": "Job claimed by another run",
+}
+
+PURPOSES = {
+    "PRODUCTION": "production",
+    "ABLATION": "ablation",
+    "EXPLORATORY": "exploratory",
+    "HYPERPARAMETER_SEARCH": "hyperparameter search",
+}
+
+FINDING_KINDS = {
+    "job_claimed_twice": "A Kubernetes Job claimed by two runs",
+    "above_physical_max": "Architecture-based figure above the run's physical maximum",
+    "exploratory_run": "Exploratory run listed apart",
+    "new_pretraining_run": "New pre-training run listed apart",
+}
+
+SOURCE_WORDS = {
     "telemetry_tensor_active": "DCGM tensor-pipe activity",
     "benchmark_calibrated": "busy time × benchmarked fraction of peak",
     "assumed_default": "assumed default MFU",
     "mixed": "mixed (per GPU model)",
 }
 
-
-def flop(value: float | None) -> str | None:
-    """``1.21 × 10²³`` (3 significant figures); None stays None (a gap on the page)."""
-    if value is None:
-        return None
-    if value == 0:
-        return "0"
-    exponent = math.floor(math.log10(abs(value)))
-    mantissa = round(value / 10**exponent, 2)
-    if abs(mantissa) >= 10:
-        mantissa, exponent = mantissa / 10, exponent + 1
-    return f"{mantissa:.2f} × {power_of_ten(exponent)}"
-
-
-def flop_band(low: float | None, high: float | None) -> str | None:
-    if low is None or high is None:
-        return None
-    return f"{flop(low)} to {flop(high)}"
-
-
-def mwh(value: float | None) -> str | None:
-    """Megawatt-hours to at least three significant figures (MDF 8 asks for two)."""
-    if value is None:
-        return None
-    if value == 0:
-        return "0"
-    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
-    return f"{value:,.{decimals}f}"
+PHYSICAL_MAX_SOURCES = {
+    "allocations": "its GPU allocations",
+    "declared": "the GPUs its producer declared",
+}
 
 
 def build(evidence: Evidence) -> dict[str, Any]:
-    """The template's context: the assessment, both methods, time, energy, runs, gaps."""
+    """The template's context: assessment, stages, runs counted and apart, findings, time,
+    energy, gaps, each figure pre-formatted in the one number format."""
     model_name = evidence.request.model or ""
     found = evidence.records("model")
     model = found[0] if found else None
@@ -275,47 +316,66 @@ def build(evidence: Evidence) -> dict[str, Any]:
             hint="check the name (`annex compute --model NAME` lists the models), or run "
             "`annex compute` after new collections",
         )
-    runs = evidence.records("runs")
+    all_runs = evidence.records("runs")
+    for row in all_runs:
+        _format_run(row)
+    runs = [r for r in all_runs if r["counted"] is not False]
+    apart = [r for r in all_runs if r["counted"] is False]
     thresholds = [_threshold(t, model) for t in evidence.records("thresholds")]
+    stages = [_format_stage(s, runs) for s in evidence.records("stages")]
+    findings = [_format_finding(f) for f in evidence.records("findings")]
     hardware = evidence.records("hardware")
+    for row in hardware:
+        row["utilisation_words"] = ", ".join(
+            SOURCE_WORDS.get(s, s) for s in (row["utilisation_sources"] or "").split(", ") if s
+        )
     bases = evidence.records("base_models")
     gaps = evidence.records("gaps")
     producers = evidence.records("producers")
-    for row in runs:
-        _format_run(row)
     for row in bases:
         row["compute"] = flop(row["cumulative_compute_flop"])
         row["band"] = flop_band(
             row["cumulative_compute_flop_low"], row["cumulative_compute_flop_high"]
         )
+        row["registry_words"] = {True: "yes", False: "no"}.get(row["in_registry"], "unknown")
     for row in producers:
         row["simulated_mark"] = "yes" if row["simulated"] else "no"
     hours = sum(r["gpu_hours"] or 0.0 for r in runs)
     telemetry_hours = sum((r["telemetry_coverage"] or 0.0) * (r["gpu_hours"] or 0.0) for r in runs)
-    margins = sorted({r["disagreement_margin"] for r in runs if r["disagreement_margin"]})
-    finished = [r for r in runs if not r["running"]]
     sources = Counter(r["utilisation_source"] for r in runs if r["utilisation_source"])
+    running = {r["run_id"] for r in all_runs if r["running"]}
+    run_gaps = [  # a running run's plan-only or missing token count is "running", not a gap
+        {"run_id": g["run_id"], "gap": prose(g["gap"])}
+        for g in gaps
+        if g["scope"] == "run"
+        and not g["gap"].startswith("running:")
+        and not (g["run_id"] in running and g["gap"].startswith("no token counts"))
+    ]
+    run_gap_texts = {g["gap"] for g in gaps if g["scope"] == "run"}
     context: dict[str, Any] = {
         "model_name": model_name,
         "m": _format_model(model) if model else None,
         "entry": evidence.model,
         "thresholds": thresholds,
-        "met": [t for t in thresholds if t["status"] in ("crossed", "projected")],
+        "notify": [t for t in thresholds if t["notification_due"] is not None],
+        "obligations": [
+            t
+            for t in thresholds
+            if t["status"] in ("crossed", "projected") and t["notification_due"] is None
+        ],
         "charts": _charts(model, runs, evidence.records("thresholds")),
+        "stages": stages,
         "runs": sorted(runs, key=lambda r: (-(r["compute_flop"] or 0.0), r["run_id"]))[:TOP],
         "runs_total": len(runs),
+        "apart": apart,
         "run_id_chars": RUN_ID_CHARS,
-        "finished_total": len(finished),
-        "both_total": sum(1 for r in runs if r["disagreement"] is not None),
-        "hardware_total": sum(1 for r in runs if r["hardware_flop"] is not None),
-        "architecture_total": sum(1 for r in finished if r["architecture_flop"] is not None),
-        "flagged_runs": [r for r in runs if r["disagreement_flagged"]],
-        "margin": margins[-1] if margins else None,
+        "findings": [f for f in findings if f["shown"]],
+        "plans_ahead": [f for f in findings if f["plan_ahead"]],
         "utilisation_sources": [
-            f"{_SOURCE_WORDS.get(s, s)}: {n} {'run' if n == 1 else 'runs'}"
+            f"{SOURCE_WORDS.get(s, s)}: {n} {'run' if n == 1 else 'runs'}"
             for s, n in sorted(sources.items())
         ],
-        "telemetry_coverage": telemetry_hours / hours if hours else None,
+        "telemetry_coverage": share(telemetry_hours / hours) if hours else None,
         "without_tokens": [r for r in runs if r["architecture_flop"] is None and not r["running"]],
         "without_holdings": [r for r in runs if r["gpu_hours"] is None],
         "partial_telemetry": [
@@ -324,9 +384,15 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "hardware": hardware,
         "bases": bases,
         "no_runs": model is not None and not runs,
-        "model_gaps": [g["gap"] for g in gaps if g["scope"] == "model"],
-        "run_gaps": [g for g in gaps if g["scope"] == "run"][:TOP],
-        "run_gaps_total": sum(1 for g in gaps if g["scope"] == "run"),
+        "model_gaps": [
+            prose(g["gap"])
+            for g in gaps
+            if g["scope"] == "model"
+            and g["gap"] not in run_gap_texts
+            and not g["gap"].startswith("running:")
+        ],
+        "run_gaps": run_gaps[:TOP],
+        "run_gaps_total": len(run_gaps),
         "producers": producers,
         "dtype": evidence.model.dtype if evidence.model else None,
         "reference": _reference(),
@@ -343,24 +409,44 @@ def build(evidence: Evidence) -> dict[str, Any]:
 
 def _format_model(model: Row) -> Row:
     out = dict(model)
-    for name in (
-        "hardware_flop",
-        "architecture_flop",
-        "own_compute_flop",
-        "cumulative_compute_flop",
-    ):
+    for name in ("hardware_flop", "architecture_flop", "own_compute_flop",
+                 "cumulative_compute_flop"):  # fmt: skip
         out[f"{name}_fmt"] = flop(model[name])
         out[f"{name}_band"] = flop_band(model[f"{name}_low"], model[f"{name}_high"])
-    for name in ("base_compute_flop", "projected_compute_flop", "planned_compute_flop"):
+    for name in ("base_compute_flop", "projected_compute_flop", "planned_compute_flop",
+                 "physical_max_flop"):  # fmt: skip
         out[f"{name}_fmt"] = flop(model[name])
     out["rate_fmt"] = flop(model["rate_flop_per_s"]) if model["rate_flop_per_s"] else None
-    for name in ("energy_measured_mwh", "energy_estimated_mwh"):
-        out[f"{name}_fmt"] = mwh(model[f"{name}_rounded"])
-        out[f"{name}_band"] = (
-            f"{mwh(model[f'{name}_low'])} to {mwh(model[f'{name}_high'])}"
-            if model[name] is not None
-            else None
-        )
+    out["ratio_fmt"] = ratio(model["methods_ratio"])
+    out["parameters_fmt"] = parameters(model["parameters"])
+    out["active_fmt"] = parameters(model["active_parameters"])
+    out["n_statement"] = _n_statement(model)
+    out["methods_words"] = ", ".join(
+        METHOD_WORDS.get(m, m) for m in (model["compute_methods"] or "").split(", ") if m
+    )
+    # energy: the total of record, its measured and estimated parts, never a part as the total
+    energy, measured = model["energy_mwh"], model["energy_measured_mwh"]
+    out["energy_fmt"] = mwh(model["energy_mwh_rounded"] or energy)
+    out["energy_band"] = (
+        f"{mwh(model['energy_mwh_low'])} to {mwh(model['energy_mwh_high'])}"
+        if energy is not None
+        else None
+    )
+    out["energy_share_fmt"] = share(model["energy_measured_share"])
+    out["energy_measured_fmt"] = mwh(measured) if energy is not None else None
+    out["energy_rest_fmt"] = (
+        mwh(max(energy - (measured or 0.0), 0.0)) if energy is not None else None
+    )
+    own = model["own_compute_flop"]
+    out["energy_floor_fmt"] = (
+        mwh(own / PHYSICS_FLOP_PER_JOULE / formulas.JOULES_PER_MWH) if own else None
+    )
+    out["energy_physical"] = (
+        energy is None
+        or not own
+        or energy * formulas.JOULES_PER_MWH >= own / PHYSICS_FLOP_PER_JOULE
+    )
+    out["energy_coverage_fmt"] = share(model["energy_coverage"])
     seconds = model["wall_clock_seconds"]
     out["wall_clock_hours"] = f"{seconds / 3600:,.1f}" if seconds is not None else None
     joules = model["measured_gpu_joules"]
@@ -368,72 +454,163 @@ def _format_model(model: Row) -> Row:
     return out
 
 
+def _n_statement(model: Row) -> str | None:
+    """The N of 6·N·D in words: the active parameters of a mixture of experts beside the
+    total (reference eu-ai-act.md §2), or the parameters of a dense model."""
+    if model["parameters"] is None:
+        return None
+    if model["active_parameters"]:
+        return (
+            f"N = {parameters(model['active_parameters'])} active parameters per token (a "
+            f"mixture of experts of {parameters(model['parameters'])} parameters in total): "
+            "the architecture-based method counts the active parameters"
+        )
+    return f"N = {parameters(model['parameters'])} parameters (a dense model: all are active)"
+
+
+def _format_stage(row: Row, runs: list[Row]) -> Row:
+    out = dict(row)
+    stage = row["lifecycle_stage"]
+    out["stage_words"] = STAGE_SHORT.get(stage, stage).capitalize()
+    out["hardware_fmt"] = flop(row["hardware_flop"])
+    out["architecture_fmt"] = flop(row["architecture_flop"])
+    if row["architecture_flop"] is None and row["running_runs"] == row["runs"]:
+        out["architecture_fmt"] = "running"  # every run runs on: their tokens are a plan
+    out["ratio_fmt"] = ratio(row["methods_ratio"]) or (
+        "running" if row["running_runs"] == row["runs"] else None
+    )
+    out["compute_fmt"] = flop(row["compute_flop"])
+    out["band"] = flop_band(row["compute_flop_low"], row["compute_flop_high"])
+    out["method_words"] = METHOD_WORDS.get(row["compute_method"], row["compute_method"])
+    out["why"] = _stage_why([r for r in runs if r["lifecycle_stage"] == stage])
+    out["physical_max_fmt"] = flop(row["physical_max_flop"])
+    out["energy_fmt"] = mwh(row["energy_mwh"])
+    out["energy_share_fmt"] = share(row["energy_measured_share"])
+    return out
+
+
+def _stage_why(members: list[Row]) -> str | None:
+    """Why the stage's figure is what it is, per run: the rule each run's method of record
+    followed, counted (a running run is "running", not an error in its inputs)."""
+    reasons: Counter[str] = Counter()
+    for r in members:
+        if r["compute_method"] is None:
+            continue
+        method = METHOD_WORDS.get(r["compute_method"], r["compute_method"])
+        if r["running"]:
+            reason = "running, the compute done so far"
+        elif r["above_physical_max"]:
+            reason = "the architecture-based figure is above the physical maximum"
+        elif r["methods_ratio"] is None:
+            reason = "the only estimate the evidence allows"
+        else:
+            reason = "the larger of the two"
+        reasons[f"{method}: {reason}"] += 1
+    if not reasons:
+        return None
+    return "; ".join(
+        f"{n} {'run' if n == 1 else 'runs'} {text}" for text, n in sorted(reasons.items())
+    )
+
+
+def _format_finding(row: Row) -> Row:
+    out = dict(row)
+    out["kind_words"] = FINDING_KINDS.get(row["kind"], row["kind"])
+    message = row["message"].removeprefix(f"run {row['run_id']}: ")
+    out["message_words"] = prose(message[:1].upper() + message[1:])
+    out["runs_named"] = (
+        f"{row['run_id']} and {row['other_run_id']}" if row["other_run_id"] else row["run_id"]
+    )
+    # a running run's token count is the plan of its START facets: above what its GPUs have
+    # done so far is expected until it ends, so it is listed apart from the findings
+    out["plan_ahead"] = row["kind"] == "above_physical_max" and bool(row["running"])
+    # runs listed apart are shown once, in section 3, not again as findings
+    out["shown"] = (
+        row["kind"] in ("job_claimed_twice", "above_physical_max") and not out["plan_ahead"]
+    )
+    return out
+
+
 def _format_run(row: Row) -> None:
     run_id = row["run_id"]
     row["run_short"] = run_id if len(run_id) <= RUN_ID_CHARS else run_id[: RUN_ID_CHARS - 1] + "…"
-    row["stage_words"] = (row["stage"] or "stage unknown").lower().replace("_", " ") + (
-        ", running" if row["running"] else ""
-    )
+    stage = row["lifecycle_stage"]
+    row["stage_words"] = STAGE_SHORT.get(stage, (stage or "stage unknown").replace("_", " "))
     row["from_day"] = row["span_start"].date() if row["span_start"] else None
+    row["to_day"] = (
+        "running" if row["running"] else (row["ended_at"].date() if row["ended_at"] else None)
+    )
+    row["gpu_hours_fmt"] = f"{row['gpu_hours']:,.1f}" if row["gpu_hours"] is not None else None
+    if row["gpu_hours"] is None and row["declared_gpus"]:
+        row["gpu_hours_fmt"] = "declared"
     row["hardware_fmt"] = flop(row["hardware_flop"])
     row["architecture_fmt"] = flop(row["architecture_flop"])
-    if row["running"] and row["architecture_fmt"]:  # the START facets' token plan
-        row["architecture_fmt"] += " (plan)"
-    row["apart"] = (
-        f"{row['disagreement'] * 100:.0f} %{' FLAGGED' if row['disagreement_flagged'] else ''}"
-        if row["disagreement"] is not None
-        else ("running" if row["running"] else "n/a")
-    )
-    row["energy_fmt"] = mwh(row["energy_measured_mwh"])
+    if row["running"]:  # the START facets' token plan, not work done
+        row["architecture_fmt"] = (
+            f"{row['architecture_fmt']} (plan)" if row["architecture_fmt"] else "running"
+        )
+        row["ratio_fmt"] = "running"
+    else:
+        row["ratio_fmt"] = ratio(row["methods_ratio"])
+    row["record_fmt"] = flop(row["compute_flop"])
+    row["method_words"] = METHOD_WORDS.get(row["compute_method"], row["compute_method"])
+    row["physical_max_fmt"] = flop(row["physical_max_flop"])
+    row["energy_fmt"] = mwh(row["energy_mwh"])
+    row["energy_share_fmt"] = share(row["energy_measured_share"])
+    row["purpose_words"] = PURPOSES.get(row["purpose"], row["purpose"])
+    row["exclusion_words"] = EXCLUSIONS.get(row["exclusion"], row["exclusion"])
+    basis = (row["exclusion_basis"] or "").removesuffix("; listed here")
+    row["exclusion_basis_words"] = prose(basis[:1].upper() + basis[1:]) if basis else None
 
 
 def _threshold(row: Row, model: Row | None) -> Row:
-    """One threshold's row with its words: what it is, where the model stands, what to do."""
-    name, law = THRESHOLDS.get(row["threshold"], (row["threshold"], ""))
+    """One threshold's row with its words: what it is, where the model stands, what follows."""
     status, css = STATUS.get(row["status"], (row["status"], "no"))
     out = dict(row)
     out |= {
-        "name": name,
-        "law": law,
+        "name": THRESHOLD_NAMES.get(row["threshold"], row["threshold"]),
+        "basis_words": prose(row["threshold_basis"]),
+        "consequence_words": prose(row["consequence"]),
         "status_text": status,
         "status_class": css,
         "threshold_fmt": flop(row["threshold_flop"]),
         "compared_fmt": flop(row["compared_flop"]),
         "compared_high_fmt": flop(row["compared_flop_high"]),
-        "share": row["compared_flop"] / row["threshold_flop"] if row["threshold_flop"] else None,
         "verdict": _verdict(row, model),
     }
     return out
 
 
 def _verdict(t: Row, model: Row | None) -> str:
-    """The threshold's finding in one sentence, with its dates."""
+    """The threshold's finding in one sentence, with its dates; a "notify by" date only where
+    the marts set one (Art 52(1): never for the 10^23 criterion)."""
     compared = (
         "own (modification) compute" if t["threshold"] == "modification" else "cumulative compute"
     )
     value = f"{compared} {flop(t['compared_flop'])} FLOP"
-    due = _when(t["notification_due"])
     status = t["status"]
+    learned = (
+        f"; learned (plan recorded) {_when(t['learned_at'])}" if t["learned_at"] is not None else ""
+    )
+    notify = (
+        f"; notify by {_when(t['notification_due'])}" if t["notification_due"] is not None else ""
+    )
     if status == "not_applicable":
-        return (
-            "Not applicable: the model is not generative (metadata file)."
-            if t["threshold"] == "gpai"
-            else "Not applicable: the model modifies no base model (metadata file)."
-        )
+        return "Does not apply."
     if status == "crossed":
-        return f"Crossed on {_when(t['crossed_at'])} ({value}); notify by {due}."
+        return f"Crossed on {_when(t['crossed_at'])} ({value}){learned}{notify}."
     if status == "projected" and t["projection_basis"] == "planned_tokens":
         planned = flop(model["planned_compute_flop"]) if model else None
         return (
-            f"Projected: the running runs' token plans take it to {planned} FLOP ({value} so "
-            f"far); annex learned it will be met on {_when(t['learned_at'])}; notify by {due}."
+            f"Projected: the counted runs' token plans take it to {planned} FLOP ({value} so "
+            f"far){learned}{notify}."
         )
     if status == "projected":
         end = _when(model["plan_end"]) if model else "the planned end"
         return (
             f"Projected to be crossed on {_when(t['projected_crossing_at'])} by the running "
-            f"jobs at their current rate, before the planned end {end} ({value} now); notify "
-            f"by {due}."
+            f"jobs at their current rate, before the planned end {end} ({value} now)"
+            f"{learned}{notify}."
         )
     if status == "within_band":
         return (
@@ -441,24 +618,22 @@ def _verdict(t: Row, model: Row | None) -> str:
             "it: not excluded within the estimates' uncertainty; narrow the band (telemetry, "
             "token counts) or treat it as met."
         )
-    share = t["compared_flop"] / t["threshold_flop"] if t["threshold_flop"] else 0.0
+    ratio_to = t["compared_flop"] / t["threshold_flop"] if t["threshold_flop"] else 0.0
     return (
-        f"Below: {value}, {_share(share)} of the threshold; the band's high end "
+        f"Below: {value}, {share(ratio_to)} of the threshold; the band's high end "
         f"{flop(t['compared_flop_high'])} is below it too."
     )
 
 
-def _share(ratio: float) -> str:
-    percent = ratio * 100
-    if percent >= 10:
-        return f"{percent:.0f} %"
-    if percent >= 0.01:
-        return f"{percent:.2g} %"
-    return "under 0.01 %"
-
-
 def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value else "no date"
+
+
+CHART_LABELS = {
+    "gpai": "10²³ GPAI criterion",
+    "systemic_risk": "10²⁵ systemic risk",
+    "modification": "modification",
+}
 
 
 def _charts(model: Row | None, runs: list[Row], thresholds: list[Row]) -> list[dict[str, str]]:
@@ -475,12 +650,11 @@ def _charts(model: Row | None, runs: list[Row], thresholds: list[Row]) -> list[d
     applying = {t["threshold"]: t for t in thresholds if t["applies"]}
     colours = {"gpai": PALETTE[4], "systemic_risk": PALETTE[3], "modification": PALETTE[5]}
     cumulative_levels = [
-        Level(f"{flop(t['threshold_flop'])} {t['threshold'].replace('_', ' ')}",
-              t["threshold_flop"], colours[t["threshold"]])
+        Level(CHART_LABELS[name], t["threshold_flop"], colours[name])
         for name, t in applying.items() if name != "modification"
     ]  # fmt: skip
     marks = [
-        (t["crossed_at"], f"{t['threshold'].replace('_', ' ')} crossed")
+        (t["crossed_at"], f"{CHART_LABELS[t['threshold']]} crossed")
         for t in applying.values()
         if t["crossed_at"] is not None and t["threshold"] != "modification"
     ]
@@ -493,7 +667,7 @@ def _charts(model: Row | None, runs: list[Row], thresholds: list[Row]) -> list[d
         t = applying["modification"]
         series.append(TimeSeries("own (modification) compute", _curve(contributions, 0.0, now),
                                  PALETTE[5]))  # fmt: skip
-        levels.append(Level(f"{flop(t['threshold_flop'])} modification", t["threshold_flop"],
+        levels.append(Level(f"{flop(t['threshold_flop'])} (modification)", t["threshold_flop"],
                             colours["modification"]))  # fmt: skip
     charts = [
         {
@@ -513,7 +687,7 @@ def _charts(model: Row | None, runs: list[Row], thresholds: list[Row]) -> list[d
         steps = [now + (plan_end - now) * k / 60 for k in range(61)]
         projection = [(t, cumulative + rate * (t - now).total_seconds()) for t in steps]
         projected_marks = [
-            (t["projected_crossing_at"], f"{t['threshold'].replace('_', ' ')} projected")
+            (t["projected_crossing_at"], f"{CHART_LABELS[t['threshold']]} projected")
             for t in applying.values()
             if t["projected_crossing_at"] is not None and t["threshold"] != "modification"
         ]
@@ -584,7 +758,7 @@ def _reference() -> dict[str, Any]:
         "training": formulas.TRAINING_MULTIPLIER,
         "generation": formulas.GENERATION_MULTIPLIER,
         "utilisation": [
-            (_SOURCE_WORDS[s], f"±{w * 100:.0f} %") for s, w in formulas.UTILISATION_SOURCES.items()
+            (SOURCE_WORDS[s], f"±{w * 100:.0f} %") for s, w in formulas.UTILISATION_SOURCES.items()
         ],
         "architecture": f"±{formulas.ARCHITECTURE_BAND * 100:.0f} %",
         "measured": f"±{formulas.MEASURED_POWER_BAND * 100:.0f} %",
@@ -598,10 +772,12 @@ TRAINING_COMPUTE = ReportDefinition(
     name="training_compute",
     title="Training compute, energy and Article 51 threshold assessment",
     template="training_compute.html.j2",
-    summary="A model's training compute by both estimation methods with their uncertainty, "
-    "training time, energy and hardware, and where it stands against the Article 51 "
-    "thresholds (10^23, 10^25, one third for a modification) with crossing dates and "
-    "notification deadlines; gaps marked.",
+    summary="A model's training compute of record per lifecycle stage by both estimation "
+    "methods with their ratio and uncertainty, which runs count and which are listed apart, "
+    "the findings behind the figures, training time, energy (measured and estimated) and "
+    "hardware, and where the model stands against the Article 51 thresholds (10²³, 10²⁵, one "
+    "third for a modification) with the consequence of each and the Art 52 notification "
+    "deadline where one is due; gaps marked.",
     queries=QUERIES,
     sections=SECTIONS,
     build=build,

@@ -11,9 +11,11 @@ documentation answers.
   wall-clock hours (0.42 days), 3.33 hardware-days. No attestation: all 80 are unattested.
 * Compute ([compute] MFU 0.35, PUE 1.2, server overhead 1.5, power fraction 1.0):
   hardware 80 × 3600 × 989.4e12 × 0.35 = 9.97e19 FLOP; architecture 6 × 7e11 × 3e12 =
-  1.26e25 FLOP, the compute of record: above 10^25, so systemic risk is presumed and Annex XI
-  section 2 is required. Energy: no telemetry, estimated 80 × 0.7 kW × 1.8 / 1000 = 0.1008 MWh
-  (0.101 to 3 significant figures).
+  1.26e25 FLOP is above the run's physical maximum 80 × 3600 × 989.4e12 = 2.85e20 FLOP (an
+  error in the inputs: 3T tokens cannot pass through 8 GPUs in 10 hours), so the hardware
+  figure is of record: 9.97e19 FLOP (band ±50 % at the assumed MFU), of the order of 10^19,
+  below 10^25 (Annex XI section 2 not required). Energy of record: no telemetry, estimated
+  80 × 0.7 kW × 1.8 / 1000 = 0.1008 MWh (0.101 to 3 significant figures), 0 % measured.
 * The metadata file answers intended tasks, the AUP, distribution channels, formats, the
   context length, integration and evaluation; every other documentation answer is a gap.
 """

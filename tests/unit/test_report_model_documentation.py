@@ -30,12 +30,14 @@ from reports.definition import EvidenceQuery, ReportRequest
 from reports.errors import ReportError
 from reports.evidence import prepare_connection, run_query
 from reports.generate import GeneratedReport, generate_report
+from reports.numbers import flop, mwh, ratio
 from warehouse import Warehouse
 
 pytestmark = pytest.mark.slow
 
 GENERATED = datetime(2026, 11, 20, 8, 0)
 EDITIONS = ("ai_office", "national_authority", "downstream")
+PHYSICAL_MAX_FLOP = 80 * 3600 * 989.4e12  # 80 GPU-hours at the H100's dense bf16 peak
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +65,10 @@ def editions(
 
 
 def test_scenario_figures_are_the_hand_computed_ones() -> None:
-    assert f"{ARCHITECTURE_FLOP:.3g}" == "1.26e+25"
-    assert f"{HARDWARE_FLOP:.3g}" == "9.97e+19"
-    assert f"{ENERGY_MWH:.3g}" == "0.101"
+    assert flop(ARCHITECTURE_FLOP) == "1.26 × 10²⁵"
+    assert flop(HARDWARE_FLOP) == "9.97 × 10¹⁹"
+    assert ARCHITECTURE_FLOP > PHYSICAL_MAX_FLOP  # the finding: hardware is of record
+    assert mwh(ENERGY_MWH) == "0.101"
 
 
 def test_ai_office_edition_fills_annex_xi_from_the_warehouse_and_the_file(
@@ -77,30 +80,35 @@ def test_ai_office_edition_fills_annex_xi_from_the_warehouse_and_the_file(
     assert "student: AI Office edition" in text
     # section 1 and the MDF general fields from the metadata file
     assert "Example Labs" in text and "ai-act@example.com" in text
-    assert "700,000,000,000 total" in text
     assert "API, weights download" in text and "131,072 tokens" in text
     # 2(c) from the lineage: modality, data points, languages, curation measures
-    assert "3,000,000,000,000 tokens (text)" in text
+    assert "3.00 × 10¹² tokens (text)" in text
     assert "languages de, en, fr; latest collection 2024-03-31" in text
-    assert "illegal content: CSAM_HASH_MATCH (1 dataset)" in text
-    # 2(d): compute of record with its band, both methods, precise time, hardware, pools
-    assert "1.26e+25 FLOP (band 1.07e+25 to 1.45e+25)" in text
-    assert "compute of record: architecture (the larger estimate)" in text
-    assert "hardware-based 9.97e+19 FLOP" in text
-    assert "the methods differ by 100 % (beyond the accepted margin)" in text
-    assert "0.42 wall-clock days; 3.33 hardware-days (80.0 GPU-hours)" in text
+    assert "Illegal content: CSAM hash match (1 dataset)" in text
+    # MDF 2: parameters to at least two significant figures, one number format
+    assert "7.00 × 10¹¹ in total" in text
+    # 2(d) for the AI Office: the exact compute of record with its band (the hardware figure:
+    # 6·N·D is above the run's physical maximum), both methods, their ratio, precise time
+    band = f"{flop(HARDWARE_FLOP * 0.5)} to {flop(HARDWARE_FLOP * 1.5)}"
+    assert f"Amount of training compute {flop(HARDWARE_FLOP)} FLOP (band {band})" in text
+    assert f"hardware / architecture = {ratio(HARDWARE_FLOP / ARCHITECTURE_FLOP)}" in text
+    assert "differ by" not in text
+    assert "0.42 wall-clock days; 3.33 hardware-days (80.0 GPU-hours observed)" in text
     assert "NVIDIA-H100-80GB-HBM3: 80.0 GPU-hours in 1 run" in text
     assert "pool h100-pool (NVIDIA-H100-80GB-HBM3): 1 node, 8 GPUs" in text
-    # 2(e): no telemetry, so the estimate, with its method
-    assert "0.101 MWh estimated (band 0.0605 to 0.141 MWh)" in text
+    # 2(e): the energy of record with its measured share and both methods
+    assert "0.101 MWh (band 0.0605 to 0.141 MWh), of which 0 % measured" in text
     assert "GPU-hours × TDP × 1 × server overhead 1.5 × PUE 1.2" in text
-    # systemic risk presumed: section 2 is required and filled where the file answers
-    assert "systemic risk presumed (Art 51(2))" in text
-    assert "notification due 2025-06-15" in text
-    assert "8. Systemic-risk models: Annex XI section 2 Required by" in text
-    assert "MMLU 71.2" in text
+    # below 10^25: no systemic-risk section, no notification; 10^23 not crossed either
+    assert "below 10²⁵ FLOP: no systemic-risk presumption" in text
+    assert "Systemic-risk models: Annex XI section 2 Required" not in text
+    assert "notification due" not in text
     # attestation coverage of the training GPU-hours: none attested
     assert "80.0 0.0 0.0 80.0 0.0 0.0 %" in text
+    # sources in words; tables named only in the appendix
+    body = text[: text.index("Appendix: method and attachments Method")]
+    assert "marts." not in body and "model metadata file" in body
+    assert "e+" not in text.replace("Simulated", "")
     assert "Simulated evidence" not in text
 
 
@@ -108,11 +116,11 @@ def test_gaps_are_listed_up_front_with_their_article_and_scored(
     editions: dict[str, GeneratedReport],
 ) -> None:
     text = pdf_text(editions["ai_office"].path)
-    # 16 gaps of 47 required fields: the EU-market date, 13 documentation answers the file
-    # leaves out, provenance (the source "mystery" has no category) and model adaptations
-    assert "31 of 47 required fields are filled" in text and "66 %" in text
+    # 13 gaps of 43 required fields: the EU-market date, 11 documentation answers the file
+    # leaves out and provenance (the source "mystery" has no category); no systemic section
+    assert "30 of 43 required fields are filled" in text and "70 %" in text
     up_front = text[
-        text.index("1. Completeness and gaps 66 %") : text.index("2. General information Required")
+        text.index("1. Completeness and gaps 70 %") : text.index("2. General information Required")
     ]
     for ref, field in [
         ("MDF 1", "Date placed on the EU market"),
@@ -120,15 +128,15 @@ def test_gaps_are_listed_up_front_with_their_article_and_scored(
         ("Annex XI 2(b); MDF 5", "Training methods, key design choices"),
         ("Annex XI 2(c); MDF 6", "Provenance of the data sources"),
         ("MDF 8", "Benchmarked inference compute"),
-        ("Annex XI section 2(2)", "Adversarial testing"),
-        ("Annex XI section 2(3)", "System architecture"),
     ]:
         assert f"{ref} {field}" in up_front
     assert "State the sourceCategory (annex_source) of 1 of 5 sources: mystery" in up_front
     # in their sections the same gaps are marked with what requires them
     assert "GAP (Annex XI 2(b); MDF 5): no evidence. Set documentation.training_methods" in text
-    assert "GAP (Annex XI section 2(3)): no evidence" in text
-    assert text.count("GAP (") == 16
+    assert "(student.yaml in the model registry)" in text
+    body = text[text.index("1. Completeness and gaps 70 %") :]  # the cover is generate.py's
+    assert "/" + "models/student.yaml" not in body  # no machine path
+    assert text.count("GAP (") == 13
 
 
 def test_national_authority_edition_answers_training_time_with_the_range_bin(
@@ -137,9 +145,79 @@ def test_national_authority_edition_answers_training_time_with_the_range_bin(
     text = pdf_text(editions["national_authority"].path)
     assert "national competent authority edition" in text
     assert "Training time (range) <1 month" in text
-    assert "wall-clock days" not in text
-    assert "1.26e+25 FLOP" in text and "0.101 MWh" in text
-    assert "31 of 47 required fields" in text
+    assert (
+        "Amount of training compute ~10¹⁹ FLOP (order of magnitude: between 10¹⁹ and 10²⁰" in text
+    )
+    assert "wall-clock days" not in text.replace("precise wall-clock", "")
+    assert flop(HARDWARE_FLOP) not in text and "hardware-days (" not in text
+    assert "0.101 MWh" in text  # MDF 8 asks the same energy of both authorities
+    assert "No training run of this model" not in text  # it reads no run list: not a gap
+    assert "Checkpoint Version Stage Created student/base" in text
+    assert "30 of 43 required fields" in text
+    attached = pdf_attachments(editions["national_authority"].path)
+    assert "model_compute_range.csv" in attached
+    assert not {"model_compute.csv", "training_runs.csv", "hardware.csv"} & set(attached)
+    tables = b"".join(data for name, data in attached.items() if name.endswith(".csv"))
+    assert b"cumulative_compute_flop" not in tables and b"wall_clock" not in tables
+
+
+def _fields(report: GeneratedReport) -> dict[tuple[str, str], str | None]:
+    from reports.model_documentation import build
+
+    return {(f.part, f.label): f.value for f in build(report.evidence)["fields"]}
+
+
+def test_the_authority_editions_differ_exactly_where_the_form_says(
+    editions: dict[str, GeneratedReport],
+) -> None:
+    """MDF 7 asks the AI Office and national authorities different answers for the amount of
+    compute and for training time; every other field is the same in both editions."""
+    office, national = _fields(editions["ai_office"]), _fields(editions["national_authority"])
+    differ = {
+        key for key in office.keys() | national.keys() if office.get(key) != national.get(key)
+    }
+    assert differ == {
+        ("compute", "Amount of training compute"),
+        ("compute", "Training time (precise)"),
+        ("compute", "Training time (range)"),
+        ("compute", "Hardware used (GPU models)"),
+    }
+    assert ("compute", "Training time (range)") not in office
+    assert ("compute", "Training time (precise)") not in national
+    # hardware: the AI Office gets the GPU-hours per GPU model, which would give the national
+    # authority the precise hardware-days the form asks only of the AI Office
+    assert national[("compute", "Hardware used (GPU models)")] == "NVIDIA-H100-80GB-HBM3"
+    assert office[("compute", "Amount of training compute")].startswith(flop(HARDWARE_FLOP))
+    assert national[("compute", "Amount of training compute")].startswith("~10¹⁹ FLOP")
+
+
+def test_dates_that_contradict_each_other_are_findings(tmp_path: Path) -> None:
+    from model_documentation_scenario import MODEL_FILE
+
+    model_file = MODEL_FILE.replace("versions: [v1]", "versions: [base]").replace(
+        "release_date: 2026-10-01", "release_date: 2025-05-20\neu_market_date: 2025-05-01"
+    )
+    wh, models = build_documentation_scenario(tmp_path, model_file=model_file)
+    report = generate_report(
+        wh,
+        "model_documentation",
+        ReportRequest(model="student", edition="ai_office"),
+        tmp_path / "out",
+        models_dir=models,
+    )
+    text = pdf_text(report.path)
+    with wh.reader() as con:
+        (made,) = con.execute(
+            "SELECT created_at FROM marts.lineage_models WHERE name = 'student/base'"
+        ).fetchone()
+    assert made.date().isoformat() > "2025-05-20"
+    assert (
+        "Finding (dates): The release date 2025-05-20 precedes the checkpoint it names, "
+        f"student/base, made on {made.date().isoformat()}" in text
+    )
+    assert (
+        "The date placed on the EU market, 2025-05-01, precedes the release date 2025-05-20" in text
+    )
 
 
 def test_downstream_edition_holds_annex_xii_without_compute_or_energy(
@@ -154,7 +232,7 @@ def test_downstream_edition_holds_annex_xii_without_compute_or_energy(
     assert "Annex XII 2(c); MDF 6 Provenance of the data sources GAP" in text
     # 26 required fields: 8 general, 14 use and integration, 4 data; 8 gaps
     assert "18 of 26 required fields are filled" in text
-    for figure in ("FLOP", "MWh", "GPU-hours", "energy", "1.26e+25", "0.101", "h100-pool"):
+    for figure in ("FLOP", "MWh", "GPU-hours", "energy", "10²⁵", "10¹⁹", "0.101", "h100-pool"):
         assert figure not in text, figure
     attached = pdf_attachments(report.path)
     assert "model-metadata.yaml" not in attached  # it holds compute and alert settings
@@ -182,7 +260,13 @@ def test_attachments_equal_the_warehouse_data_and_the_manifest_hashes(
     assert manifest["model_metadata"]["sha256"] == hashlib.sha256(metadata).hexdigest()
     assert manifest["parameters"] == {"model": "student", "edition": "ai_office"}
     assert {t["file"] for t in manifest["tables"]} == set(attached)
-    assert {"model_compute.csv", "thresholds.csv", "hardware.csv", "node_pools.csv"} < set(attached)
+    assert {
+        "model_compute.csv",
+        "thresholds.csv",
+        "stages.csv",
+        "hardware.csv",
+        "node_pools.csv",
+    } < set(attached)
     with wh.reader() as con:
         prepare_connection(con)
         for table in manifest["tables"]:
@@ -195,7 +279,7 @@ def test_attachments_equal_the_warehouse_data_and_the_manifest_hashes(
             "SELECT cumulative_compute_flop, gpu_hours FROM marts.model_compute "
             "WHERE model_name = 'student'"
         ).fetchall()
-    assert compute == (pytest.approx(ARCHITECTURE_FLOP), 80.0)
+    assert compute == (pytest.approx(HARDWARE_FLOP), 80.0)
     pools = attached["node_pools.csv"].decode().splitlines()
     assert pools[1].startswith('"c","h100-pool","NVIDIA-H100-80GB-HBM3",1,0,8,80,0,0,80,0')
 
@@ -357,7 +441,7 @@ def test_simulated_world_shows_the_mark_and_the_files_answers(tmp_path: Path) ->
     text = pdf_text(result.path)
     assert "Simulated evidence:" in text
     assert "https://annex.dev/simulator/lineage" in text
-    assert "400,000,000,000 total, 80,000,000,000 active per token" in text
+    assert "4.00 × 10¹¹ in total; 8.00 × 10¹⁰ active per token (mixture of experts" in text
     assert "131,072 tokens" in text and "8,192 tokens" in text
     assert "GAP (Annex XI 2(d); MDF 7): no evidence" in text
     assert "model-metadata.yaml" in pdf_attachments(result.path)
