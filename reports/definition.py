@@ -143,6 +143,9 @@ class ReportDefinition:
     """Audiences one fact base is rendered for (``--edition``), the default first; empty: one
     edition. Each edition reads only the queries meant for it (``EvidenceQuery.editions``)."""
 
+    edition_titles: Mapping[str, str] = field(default_factory=dict)
+    """Each edition's name for a reader (the cover's "Edition"); the code where none is given."""
+
     metadata_file_editions: tuple[str, ...] = field(default=())
     """Editions that attach the model's metadata file (empty: every edition). The file also
     holds compute, plan and alert settings, which a downstream edition must not carry."""

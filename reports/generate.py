@@ -277,7 +277,7 @@ def _report_context(
     if request.model is not None:
         facts.append(("Model", request.model))
     if request.edition is not None:
-        facts.append(("Edition", request.edition))
+        facts.append(("Edition", definition.edition_titles.get(request.edition, request.edition)))
         facts.append(
             (
                 "Model metadata",

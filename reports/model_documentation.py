@@ -377,7 +377,11 @@ def build(evidence: Evidence) -> dict[str, Any]:
     systemic_row = next(
         (t for t in thresholds if compute and t["threshold"] == "systemic_risk"), None
     )
-    systemic = systemic_row is not None and systemic_row["status"] in SYSTEMIC
+    # systemic risk: presumed by compute (Art 51(2)) or designated (Art 52(4)), which the
+    # provider states in the model's file (systemic_risk: true)
+    systemic = (systemic_row is not None and systemic_row["status"] in SYSTEMIC) or bool(
+        authority and model is not None and model.systemic_risk
+    )
     sources = evidence.records("sources")
     size = evidence.records("size")
     measures = evidence.records("measures")
@@ -1090,5 +1094,11 @@ MODEL_DOCUMENTATION = ReportDefinition(
     needs_model=True,
     collection_sources=("lineage", "kubernetes", "telemetry", "attestation"),
     editions=EDITIONS,
+    edition_titles={
+        AI_OFFICE: "AI Office (Art 53(1)(a), Annex XI; MDF items for the AI Office)",
+        NATIONAL_AUTHORITY: "national competent authority (Annex XI; MDF items for national "
+        "authorities)",
+        DOWNSTREAM: "downstream providers (Art 53(1)(b), Annex XII)",
+    },
     metadata_file_editions=AUTHORITIES,
 )

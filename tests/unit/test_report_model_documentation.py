@@ -492,3 +492,39 @@ def test_the_demo_renders_every_edition_for_its_model(
     assert "report: " + str(
         tmp_path / "reports" / "model_documentation-student-downstream.pdf"
     ) in (capsys.readouterr().out)
+
+
+def test_a_designated_systemic_risk_model_gets_annex_xi_section_2(
+    scenario: tuple[Warehouse, Path], tmp_path: Path
+) -> None:
+    """Annex XI section 2 applies to a GPAI model with systemic risk: presumed by compute, or
+    designated (Art 52(4)), which the provider states in the model's file; the section's
+    fields the file does not answer are gaps with the point requiring them."""
+    wh, models = scenario
+    designated = tmp_path / "models"
+    designated.mkdir()
+    for file in models.glob("*.yaml"):
+        text = file.read_text(encoding="utf-8")
+        if file.name == "student.yaml":
+            text += "systemic_risk: true\n"
+        (designated / file.name).write_text(text, encoding="utf-8")
+    report = generate_report(
+        wh,
+        "model_documentation",
+        ReportRequest(model="student", edition="ai_office"),
+        tmp_path / "out",
+        generated_at=GENERATED,
+        models_dir=designated,
+    )
+    text = pdf_text(report.path)
+    assert "Systemic-risk models: Annex XI section 2 Required by" in text
+    assert "GAP (Annex XI section 2(3)): no evidence" in text
+    downstream = generate_report(
+        wh,
+        "model_documentation",
+        ReportRequest(model="student", edition="downstream"),
+        tmp_path / "out",
+        generated_at=GENERATED,
+        models_dir=designated,
+    )
+    assert "Annex XI section 2" not in pdf_text(downstream.path)

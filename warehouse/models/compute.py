@@ -1187,11 +1187,18 @@ def _estimated_method(config: ComputeSettings) -> str:
 
 def _energy_method(share: float | None, config: ComputeSettings) -> str:
     return (
-        f"measured (integrated DCGM energy) for {100 * (share or 0):.0f} % of the total; the "
+        f"measured (integrated DCGM energy) for {_percent(share)} of the total; the "
         f"rest estimated (GPU-hours × TDP × {config.power_fraction:g} × server overhead "
         f"{config.server_overhead:g} × PUE {config.pue:g}, or from compute at the assumed "
         f"utilisation {config.default_mfu:g} where GPU-hours are unknown, Annex XI 2(e))"
     )
+
+
+def _percent(share: float | None) -> str:
+    """A share as a percentage a reader can trust: two significant figures below 1 %, so
+    0.0018 % is not printed as 0 %."""
+    value = 100 * (share or 0.0)
+    return f"{value:.2g} %" if 0 < value < 1 else f"{value:.0f} %"
 
 
 STAGE_ORDER = (
