@@ -743,7 +743,13 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     # a warehouse that holds the demo's evidence rebuilds the same world (the same run ids, Job
     # uids and event ids), so it collects the same evidence again and changes no figure.
     world = build_world(nodes=args.nodes, seed=args.seed, now=_demo_world_clock(settings, args))
-    with SimulatedCluster(world, tls=True) as cluster, TelemetryServer(world) as telemetry:
+    # the simulated Prometheus's present is the world's: the same world serves the same
+    # samples, however much later a rerun asks
+    present = world.now.timestamp()
+    with (
+        SimulatedCluster(world, tls=True) as cluster,
+        TelemetryServer(world, clock=lambda: present) as telemetry,
+    ):
         kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
         print(f"serving it at {cluster.url} (kubeconfig: {kubeconfig})")
         print(f"serving its DCGM telemetry through a Prometheus API at {telemetry.prometheus_url}")

@@ -251,9 +251,13 @@ class TelemetryServer(BackgroundServer["RequestRecord"]):
                 prometheus.check_range(start, end, step)
                 selector = prometheus.parse_selector(param("query"))
                 series = prometheus.select(self.catalog(), selector)
+                # like a real Prometheus, no samples after its present (the clock)
+                end = min(end, self.clock())
                 data = {
                     "resultType": "matrix",
-                    "result": prometheus.evaluate_range(series, start, end, step),
+                    "result": prometheus.evaluate_range(series, start, end, step)
+                    if end >= start
+                    else [],
                 }
             else:
                 at = param("time")
