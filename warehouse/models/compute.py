@@ -1412,11 +1412,17 @@ def _thresholds(
                 "10^25/3 FLOP: the original's compute is unknown and it is a systemic-risk "
                 "model (Guidelines point 61)"
             )
-        else:
+        elif has_base:
             modification_flop = f.GPAI_FLOP * f.MODIFICATION_SHARE
             modification_basis = (
                 "10^23/3 FLOP: the original's compute is unknown and it is not known to be a "
                 "systemic-risk model (Guidelines point 61)"
+            )
+        else:
+            modification_flop = f.GPAI_FLOP * f.MODIFICATION_SHARE
+            modification_basis = (
+                "a modification's threshold, one third of its original's compute (Guidelines "
+                "points 60-61): this model modifies no base model"
             )
         planned_total = model["planned_compute_flop"]
         planned_own = (
