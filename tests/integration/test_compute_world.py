@@ -31,14 +31,16 @@ NODES, SEED, CLUSTER = 24, 3, "sim-compute"
 MODELS = Path(__file__).parents[2] / "simulator" / "models"
 
 
-@pytest.fixture(scope="module")
-def world_marts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
-    tmp = tmp_path_factory.mktemp("compute-world")
+def collect_world(tmp: Path, tag: str = "") -> tuple:
+    """The simulated world (NODES, SEED) collected into ``tmp``'s warehouse as annex does it:
+    the inventory from its API server, the lineage events of its training runs, then the
+    compute marts as of the world's present. Collecting again into the same folder (another
+    ``tag``) is a rerun on the same warehouse."""
     world = build_world(nodes=NODES, seed=SEED)
-    events = tmp / "events.jsonl"
+    events = tmp / f"events{tag}.jsonl"
     write_jsonl(build_events(world, cluster=CLUSTER), events)
     with SimulatedCluster(world) as sim:
-        kubeconfig = sim.write_kubeconfig(tmp / "kubeconfig")
+        kubeconfig = sim.write_kubeconfig(tmp / f"kubeconfig{tag}")
         config = tmp / "annex.toml"
         config.write_text(
             f'[warehouse]\npath = "{tmp / "w.duckdb"}"\n[models]\ndir = "{MODELS}"\n'
@@ -54,7 +56,12 @@ def world_marts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
     now = world.now.astimezone(UTC).replace(tzinfo=None)
     counts = refresh_compute_marts(settings, wh=wh, now=now)
     assert counts["models"] == 9
-    yield world, settings, wh, events
+    return world, settings, wh, events
+
+
+@pytest.fixture(scope="module")
+def world_marts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    yield collect_world(tmp_path_factory.mktemp("compute-world"))
 
 
 def _rows(wh: Warehouse, sql: str) -> list[dict]:
@@ -168,28 +175,9 @@ def test_ablations_are_listed_but_not_counted(world_marts: tuple) -> None:
 def test_collecting_the_same_world_twice_changes_no_figure(tmp_path: Path) -> None:
     """The simulated pipeline twice on one warehouse, as a rerun of `annex demo` does: the same
     seed gives the same run ids, Job uids and event ids, so every figure stays as it was."""
-    config = tmp_path / "annex.toml"
     snapshots = []
     for attempt in range(2):
-        world = build_world(nodes=NODES, seed=SEED)
-        events = tmp_path / f"events-{attempt}.jsonl"
-        write_jsonl(build_events(world, cluster=CLUSTER), events)
-        with SimulatedCluster(world) as sim:
-            kubeconfig = sim.write_kubeconfig(tmp_path / f"kubeconfig-{attempt}")
-            config.write_text(
-                f'[warehouse]\npath = "{tmp_path / "w.duckdb"}"\n[models]\ndir = "{MODELS}"\n'
-                f'[lineage]\nspool_dir = "{tmp_path / "spool"}"\nintake_workers = 0\n'
-                f'[[clusters]]\nname = "{CLUSTER}"\nkubeconfig = "{kubeconfig}"\n',
-                encoding="utf-8",
-            )
-            settings = load_settings(config, env={})
-            wh = Warehouse(settings.warehouse)
-            result = collect_cluster_inventory(
-                settings, wh, settings.cluster(CLUSTER), publish=False
-            )
-            assert result.status == "succeeded"
-        collect_lineage_evidence(settings, wh=wh, files=[events], publish=False)
-        refresh_compute_marts(settings, wh=wh, now=world.now.astimezone(UTC).replace(tzinfo=None))
+        _, _, wh, _ = collect_world(tmp_path, tag=f"-{attempt}")
         snapshots.append(
             {
                 table: _rows(wh, f"SELECT * EXCLUDE (refreshed_at) FROM {table} ORDER BY ALL")

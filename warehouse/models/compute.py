@@ -1311,21 +1311,15 @@ def _findings(
                     "run-to-Job link is wrong; the hardware-based figure is of record",
                 )
             )  # fmt: skip
-        if run["exclusion"] == "exploratory":
-            rows.append(
-                _finding(
-                    run, "exploratory_run", "info", None, job,
-                    f"run {run['run_id']} is {run['exclusion_basis']}",
-                )
-            )  # fmt: skip
-        if run["exclusion"] == "new_pretraining":
-            rows.append(
-                _finding(
-                    run, "new_pretraining_run", "info", None, job,
-                    f"run {run['run_id']} is {run['exclusion_basis']}",
-                )
-            )  # fmt: skip
+        listed_apart = _LISTED_APART.get(run["exclusion"])
+        if listed_apart is not None:  # the Guidelines allow it: said, not a fault
+            message = f"run {run['run_id']} is {run['exclusion_basis']}"
+            rows.append(_finding(run, listed_apart, "info", None, job, message))
     return rows
+
+
+_LISTED_APART = {"exploratory": "exploratory_run", "new_pretraining": "new_pretraining_run"}
+"""Exclusions that are findings of their own kind (a claimed Job is job_claimed_twice)."""
 
 
 def _finding(
