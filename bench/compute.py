@@ -77,6 +77,24 @@ SELECT 'run-' || job_name, job_name, NULL, 'COMPLETE', started_at,
        'PRETRAINING'
 FROM b_jobs;
 
+-- each model's daily runs continue its pre-training: every run writes a checkpoint of the
+-- model's checkpoint dataset, and every run after the model's first reads the first's
+CREATE TEMP TABLE b_first AS
+SELECT model_name, arg_min(job_name, started_at) AS job_name FROM b_jobs GROUP BY model_name;
+
+INSERT INTO core.lineage_dataset_versions (dataset_version_id, dataset_id, namespace, name,
+    version, version_source, produced_by_run_id)
+SELECT 'ckpt-' || job_name, 'ckpt-' || model_name, 's3://bench', model_name, job_name, 'run',
+       'run-' || job_name
+FROM b_jobs;
+
+INSERT INTO core.lineage_run_io (run_id, dataset_version_id, direction)
+SELECT 'run-' || job_name, 'ckpt-' || job_name, 'OUTPUT' FROM b_jobs
+UNION ALL
+SELECT 'run-' || j.job_name, 'ckpt-' || f.job_name, 'INPUT'
+FROM b_jobs AS j JOIN b_first AS f USING (model_name)
+WHERE j.job_name <> f.job_name;
+
 INSERT INTO core.lineage_facet_heads
 SELECT 'input', 'run-' || job_name || '/dv', 'annex_trainingUsage', 'ev-u-' || job_name,
        started_at, false, '{"tokensConsumed": 2000000000}', 'run-' || job_name, 'dv', 'bench'
@@ -167,9 +185,14 @@ def main(argv: list[str] | None = None) -> int:
                 lambda: refresh_compute(con, settings, rows, PeakTable(), now=now), args.repeat
             )
             load_after = os.getloadavg()[0]
+            counted = con.execute(
+                "SELECT count(*) FILTER (WHERE counted), count(*) FROM marts.training_run_compute"
+            ).fetchone()
+    # every daily run continues its model's pre-training: all of them count
+    assert counted is not None and counted[0] == counted[1], counted
     title = (
         f"## compute: {args.nodes:,} nodes x {args.days} days = {gpu_hours:,} GPU-hours, "
-        f"{counts['runs']:,} runs of {counts['models']} models "
+        f"{counts['runs']:,} runs of {counts['models']} models, {counted[0]:,} counted "
         f"({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)"
     )
     table = "\n".join(

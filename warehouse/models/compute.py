@@ -210,14 +210,21 @@ WHERE coalesce(m.registry_model, runs.model_name) IS NOT NULL
 # reads none starts from scratch.
 _CHECKPOINT_READS = """
 CREATE OR REPLACE TEMP TABLE cmp_checkpoint_reads AS
+WITH written AS (
+    SELECT v.dataset_id, w.model_name, min(w.run_id) AS first_writer,
+           max(w.run_id) AS last_writer
+    FROM core.lineage_dataset_versions AS v
+    JOIN cmp_runs AS w ON w.run_id = v.produced_by_run_id
+    WHERE w.stage IN ('PRETRAINING', 'FINE_TUNING')
+    GROUP BY v.dataset_id, w.model_name
+)
 SELECT DISTINCT r.run_id
 FROM cmp_runs AS r
 JOIN core.lineage_run_io AS i ON i.run_id = r.run_id AND i.direction = 'INPUT'
 JOIN core.lineage_dataset_versions AS vi ON vi.dataset_version_id = i.dataset_version_id
-JOIN core.lineage_dataset_versions AS vo ON vo.dataset_id = vi.dataset_id
-JOIN cmp_runs AS w
-    ON w.run_id = vo.produced_by_run_id AND w.run_id <> r.run_id
-    AND w.model_name = r.model_name AND w.stage IN ('PRETRAINING', 'FINE_TUNING')
+JOIN written AS w
+    ON w.dataset_id = vi.dataset_id AND w.model_name = r.model_name
+    AND NOT (w.first_writer = r.run_id AND w.last_writer = r.run_id)
 """
 
 _ALLOC = """
