@@ -174,11 +174,35 @@ def version_context(
         ],
         "previous": previous.version if previous else None,
         "changes": [
-            {"field": c.field, "before": c.before or "(none)", "after": c.after or "(none)"}
+            {"field": _label(c.field), "before": c.before or "(none)", "after": c.after or "(none)"}
             for c in listed
         ],
         "unlisted_changes": len(changed) - len(listed),
     }
+
+
+_UNITS = (
+    ("_gpu_hours", " GPU-hours"),
+    ("_flop", " (FLOP)"),
+    ("_mwh", " (MWh)"),
+    ("_seconds", " (s)"),
+    ("_joules", " (J)"),
+    ("_share", " share"),
+    ("_at", " (UTC)"),
+)
+
+
+def _label(field: str) -> str:
+    """A field's key for a reader: words, not column names (``node_pools / annex-demo /
+    allocated_gpu_hours`` -> ``node pools · annex-demo · allocated GPU-hours``)."""
+    parts = field.split(" / ")
+    column = parts[-1]
+    for suffix, words in _UNITS:
+        if column.endswith(suffix):
+            column = column.removesuffix(suffix) + words
+            break
+    parts[0], parts[-1] = parts[0].replace("_", " "), column.replace("_", " ")
+    return " · ".join(parts)
 
 
 def _text(value: Any) -> str:

@@ -92,7 +92,7 @@ def test_unchanged_content_is_the_same_version_and_new_content_the_next(
     assert context["previous"] == 1
     assert context["earlier"] == [{"number": 1, "updated": "2026-11-27", "sha256": v1.pdf_sha256}]
     assert context["changes"] == [
-        {"field": "model / lm / compute_flop", "before": "7.2e+24", "after": "7.3e+24"}
+        {"field": "model · lm · compute (FLOP)", "before": "7.2e+24", "after": "7.3e+24"}
     ]
     with wh.writer() as con:
         assert [v.version for v in history(con, "training_compute/lm")] == [1, 2]
