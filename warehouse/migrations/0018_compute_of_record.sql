@@ -49,6 +49,8 @@ COMMENT ON COLUMN marts.training_run_compute.energy_method IS 'How energy_mwh wa
 COMMENT ON COLUMN marts.training_run_compute.energy_measured_mwh IS 'Measured energy (facility): measured_gpu_joules (integrated DCGM energy over the GPU-hours telemetry saw) × server overhead × PUE / 3.6e9; only the measured part, never the total (energy_mwh).';
 COMMENT ON COLUMN marts.training_run_compute.compute_flop IS 'The compute of record: the larger of the two estimates (conservative while they disagree), but never an architecture figure above physical_max_flop (then the hardware figure); for a running run the hardware-based compute so far (its token counts are a plan, see planned_remaining_flop).';
 
+COMMENT ON COLUMN marts.training_run_compute.gpu_hours IS 'Σ gpus × held seconds / 3600 over the Job''s pods (core.gpu_allocation_history, nvidia.com/gpu); an open interval counted up to the last time the inventory saw the cluster (its last successful snapshot, or the watch''s last commit), never past the refresh time or [compute] as_of; NULL when the inventory has no holdings for the Job or another run holds its claim. Intervals whose end was inferred (the pod was gone at the next collection) are disclosed in gaps.';
+
 ALTER TABLE marts.model_compute ADD COLUMN active_parameters BIGINT;
 ALTER TABLE marts.model_compute ADD COLUMN excluded_runs INTEGER;
 ALTER TABLE marts.model_compute ADD COLUMN excluded_run_ids VARCHAR[];

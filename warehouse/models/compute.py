@@ -227,6 +227,9 @@ JOIN written AS w
     AND NOT (w.first_writer = r.run_id AND w.last_writer = r.run_id)
 """
 
+# An open allocation is counted up to the last moment the inventory saw the cluster (its last
+# successful snapshot's start, or the watch's last commit), never to a refresh time the
+# evidence does not reach; and never past $now (the refresh time, or [compute] as_of).
 _ALLOC = """
 CREATE OR REPLACE TEMP TABLE cmp_alloc AS
 WITH products AS (
@@ -234,6 +237,16 @@ WITH products AS (
            arg_max(gpu_product, valid_from) FILTER (WHERE gpu_product IS NOT NULL) AS gpu_product
     FROM core.nodes
     GROUP BY cluster, node_name
+),
+horizons AS (
+    SELECT cluster, max(observed_at) AS horizon
+    FROM (
+        SELECT cluster, started_at AS observed_at FROM audit.collections
+        WHERE source = 'kubernetes' AND status = 'succeeded'
+        UNION ALL
+        SELECT cluster, committed_at FROM core.watch_cursors
+    )
+    GROUP BY cluster
 )
 SELECT
     row_number() OVER () AS alloc_id,
@@ -245,7 +258,15 @@ SELECT
     a.node_name,
     a.gpus,
     a.valid_from,
-    least(coalesce(a.valid_to, $now), $now) AS valid_to,
+    -- (DuckDB's greatest() skips NULLs: no horizon must stay NULL, hence the CASE)
+    least(
+        coalesce(
+            a.valid_to,
+            CASE WHEN h.horizon IS NOT NULL THEN greatest(h.horizon, a.valid_from) END,
+            $now
+        ),
+        $now
+    ) AS valid_to,
     a.valid_to IS NULL AS open,
     coalesce(a.valid_to_inferred, false) AS inferred,
     coalesce(p.gpu_product, 'unknown') AS gpu_product
@@ -254,6 +275,7 @@ JOIN core.gpu_allocation_history AS a
     ON a.cluster = r.kubernetes_cluster AND a.namespace = r.kubernetes_namespace
     AND a.job_name = r.kubernetes_job_name
 LEFT JOIN products AS p ON p.cluster = a.cluster AND p.node_name = a.node_name
+LEFT JOIN horizons AS h ON h.cluster = a.cluster
 WHERE a.resource_name = 'nvidia.com/gpu' AND a.category = 'workload' AND a.valid_from < $now
 """
 
