@@ -162,8 +162,8 @@ QUERIES = (
         "with its measured share and methods (marts.model_compute).",
         """
         SELECT model_name, in_registry, runs, running_runs, excluded_runs,
-               array_to_string(stages, '; ') AS stages, gpu_hours, wall_clock_seconds,
-               wall_clock_days, hardware_days, time_band, active_parameters,
+               array_to_string(stages, '; ') AS stages, gpu_hours, declared_gpu_hours,
+               wall_clock_seconds, wall_clock_days, hardware_days, time_band, active_parameters,
                hardware_flop, hardware_flop_low, hardware_flop_high,
                architecture_flop, architecture_flop_low, architecture_flop_high,
                methods_ratio, own_compute_flop, base_compute_flop,
@@ -245,13 +245,13 @@ QUERIES = (
     ),
     EvidenceQuery(
         "hardware",
-        "MDF 7: the GPU models the training runs held, with GPU-hours and hardware-days "
-        "(marts.model_gpu_hours).",
+        "MDF 7: the GPU models the counted training runs held, with GPU-hours observed and "
+        "declared by producers, and hardware-days (marts.model_gpu_hours).",
         """
-        SELECT gpu_product, gpu_sku, gpu_hours, hardware_days, runs
+        SELECT gpu_product, gpu_sku, gpu_hours, declared_gpu_hours, hardware_days, runs
         FROM marts.model_gpu_hours
         WHERE model_name = $model
-        ORDER BY gpu_hours DESC, gpu_product
+        ORDER BY hardware_days DESC, gpu_product
         """,
         editions=(AI_OFFICE,),
     ),
@@ -827,7 +827,13 @@ def _compute(
         if c.get("wall_clock_days") is not None:
             precise = (
                 f"{c['wall_clock_days']:,.2f} wall-clock days; {c['hardware_days']:,.2f} "
-                f"hardware-days ({c['gpu_hours']:,.1f} GPU-hours observed)"
+                f"hardware-days ({c['gpu_hours']:,.1f} GPU-hours observed"
+                + (
+                    f", {c['declared_gpu_hours']:,.1f} declared by producers for runs the "
+                    "inventory never saw)"
+                    if c.get("declared_gpu_hours")
+                    else ")"
+                )
             )
     if edition == NATIONAL_AUTHORITY and c.get("compute_order_of_magnitude") is not None:
         order = c["compute_order_of_magnitude"]
@@ -855,13 +861,20 @@ def _compute(
             methods += f"; hardware / architecture = {numbers.ratio(c['methods_ratio'])}"
         if c.get("excluded_runs"):
             methods += (
-                f"; {_count(c['excluded_runs'], 'run')} listed apart and not counted "
-                "(exploratory runs, Guidelines para ~122; a new pre-training run, para ~23; a "
-                "Job claimed by another run)"
+                f"; {_count(c['excluded_runs'], 'run')} listed apart and not counted, each for "
+                "one of the reasons the rules allow (an exploratory run, Guidelines para ~122; a "
+                "new pre-training run, para ~23; a Job another run claims), named per run in "
+                "the training compute report"
             )
     if edition == AI_OFFICE:
         gpus = "; ".join(
-            f"{h['gpu_product']}: {h['gpu_hours']:,.1f} GPU-hours in {_count(h['runs'], 'run')}"
+            f"{h['gpu_product']}: {h['gpu_hours']:,.1f} GPU-hours"
+            + (
+                f" (+ {h['declared_gpu_hours']:,.1f} declared by producers)"
+                if h.get("declared_gpu_hours")
+                else ""
+            )
+            + f" in {_count(h['runs'], 'run')}"
             for h in hardware
         )
     else:  # GPU models only: their GPU-hours would give the precise hardware-days

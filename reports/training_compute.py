@@ -56,7 +56,7 @@ QUERIES = (
         SELECT model_name, in_registry, provider, parameters, active_parameters,
                array_to_string(base_models, ', ') AS base_models, runs, running_runs,
                excluded_runs, array_to_string(stages, ', ') AS stages, gpu_hours,
-               wall_clock_seconds, wall_clock_days, hardware_days, time_band,
+               declared_gpu_hours, wall_clock_seconds, wall_clock_days, hardware_days, time_band,
                {_band_columns("hardware_flop")}, {_band_columns("architecture_flop")},
                methods_ratio, {_band_columns("own_compute_flop")}, base_compute_flop,
                {_band_columns("cumulative_compute_flop")}, physical_max_flop,
@@ -153,12 +153,15 @@ QUERIES = (
     ),
     EvidenceQuery(
         "hardware",
-        "GPU models the model's runs used: SKU, dense peak, TDP, GPU-hours, telemetry "
-        "GPU-hours and utilisation sources (marts.training_run_gpus, summed).",
+        "GPU models the model's counted runs used: SKU, dense peak, TDP, GPU-hours observed "
+        "and declared by producers, telemetry GPU-hours and utilisation sources "
+        "(marts.training_run_gpus, summed).",
         """
         SELECT gpu_product, any_value(gpu_sku) AS gpu_sku,
                any_value(peak_tflops_dense) AS peak_tflops_dense,
-               any_value(tdp_watts) AS tdp_watts, sum(gpu_hours) AS gpu_hours,
+               any_value(tdp_watts) AS tdp_watts,
+               coalesce(sum(gpu_hours) FILTER (WHERE NOT declared), 0) AS gpu_hours,
+               coalesce(sum(gpu_hours) FILTER (WHERE declared), 0) AS declared_gpu_hours,
                sum(gpu_hours) / 24 AS hardware_days,
                sum(telemetry_gpu_hours) AS telemetry_gpu_hours,
                sum(energy_gpu_hours) AS energy_gpu_hours,
@@ -166,9 +169,9 @@ QUERIES = (
                    AS utilisation_sources,
                count(DISTINCT run_id) AS runs
         FROM marts.training_run_gpus
-        WHERE model_name = $model
+        WHERE model_name = $model AND counted
         GROUP BY gpu_product
-        ORDER BY gpu_hours DESC, gpu_product
+        ORDER BY hardware_days DESC, gpu_product
         """,
     ),
     EvidenceQuery(

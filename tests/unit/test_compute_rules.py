@@ -408,6 +408,12 @@ def test_1e25_is_notified_two_weeks_after_the_plan_that_projects_it(tmp_path: Pa
     assert systemic["crossed_at"] == T0 + timedelta(days=10 * 1 / 1.2)
     assert systemic["learned_at"] == T0
     assert systemic["notification_due"] == T0 + timedelta(days=14)
+    # MDF 7: hardware-days count the declared GPU-hours of a run no inventory saw, apart
+    lm = w.one("marts.model_compute", model_name="lm")
+    assert lm["gpu_hours"] == 0 and lm["declared_gpu_hours"] == pytest.approx(32768 * 240)
+    assert lm["hardware_days"] == pytest.approx(32768 * 240 / 24)
+    (gpus,) = w.rows("SELECT * FROM marts.model_gpu_hours")
+    assert gpus["declared_gpu_hours"] == pytest.approx(32768 * 240) and gpus["gpu_hours"] == 0
 
 
 @pytest.mark.parametrize(

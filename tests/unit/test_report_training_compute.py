@@ -202,7 +202,7 @@ def test_time_energy_and_hardware(toy: GeneratedReport) -> None:
     text = pdf_text(toy.path)
     assert "516.0" in text and "21.50" in text  # GPU-hours, hardware-days
     assert f"{3 / 24:.2f} 3.0 h;" in text and "<1 month" in text  # 3 h wall-clock, the band
-    assert "HBM3 H100-SXM5-80GB 989.4 700.0 516.0 21.5 3.0" in text
+    assert "HBM3 H100-SXM5-80GB 989.4 700.0 516.0 0.0 21.5 3.0" in text  # observed, declared
     energy = text[text.index("6. Energy 0.648") :]
     energy = energy[: energy.index("7. Gaps in the evidence")]
     # the total of record with its measured share; the measured part is never the total

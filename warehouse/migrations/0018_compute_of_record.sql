@@ -51,6 +51,39 @@ COMMENT ON COLUMN marts.training_run_compute.compute_flop IS 'The compute of rec
 
 COMMENT ON COLUMN marts.training_run_compute.gpu_hours IS 'Σ gpus × held seconds / 3600 over the Job''s pods (core.gpu_allocation_history, nvidia.com/gpu); an open interval counted up to the last time the inventory saw the cluster (its last successful snapshot, or the watch''s last commit), never past the refresh time or [compute] as_of; NULL when the inventory has no holdings for the Job or another run holds its claim. Intervals whose end was inferred (the pod was gone at the next collection) are disclosed in gaps.';
 
+ALTER TABLE marts.training_run_compute ADD COLUMN declared_gpu_hours DOUBLE;
+COMMENT ON COLUMN marts.training_run_compute.declared_gpu_hours IS 'For a run the inventory never saw: declared_gpus × its lineage span / 3600 (hardware its producer declared, not observed); NULL otherwise.';
+COMMENT ON COLUMN marts.training_run_compute.hardware_days IS '(gpu_hours, else declared_gpu_hours) / 24.';
+
+ALTER TABLE marts.training_run_gpus ADD COLUMN declared BOOLEAN;
+ALTER TABLE marts.training_run_gpus ADD COLUMN counted BOOLEAN;
+COMMENT ON COLUMN marts.training_run_gpus.declared IS 'The row is hardware the run''s producer declared (annex_trainingRun.resources) for a run the inventory never saw, not observed allocations.';
+COMMENT ON COLUMN marts.training_run_gpus.counted IS 'Its run counts toward the model''s compute (marts.training_run_compute.counted).';
+
+CREATE OR REPLACE VIEW marts.model_gpu_hours AS
+SELECT model_name, gpu_product, any_value(gpu_sku) AS gpu_sku,
+       coalesce(sum(gpu_hours) FILTER (WHERE NOT declared), 0) AS gpu_hours,
+       coalesce(sum(gpu_hours) FILTER (WHERE declared), 0) AS declared_gpu_hours,
+       sum(gpu_hours) / 24 AS hardware_days, count(DISTINCT run_id) AS runs
+FROM marts.training_run_gpus
+WHERE counted
+GROUP BY model_name, gpu_product;
+
+COMMENT ON VIEW marts.model_gpu_hours IS
+    'GPU-hours per model and GPU model over its counted runs (MDF 7 hardware), observed and declared apart, from marts.training_run_gpus.';
+COMMENT ON COLUMN marts.model_gpu_hours.model_name IS 'The model.';
+COMMENT ON COLUMN marts.model_gpu_hours.gpu_product IS 'GPU model of the nodes (GFD nvidia.com/gpu.product), or the one a producer declared.';
+COMMENT ON COLUMN marts.model_gpu_hours.gpu_sku IS 'SKU annex matched; NULL when it has no peak for it.';
+COMMENT ON COLUMN marts.model_gpu_hours.gpu_hours IS 'Whole-GPU hours its counted runs held on that GPU model (observed by the inventory).';
+COMMENT ON COLUMN marts.model_gpu_hours.declared_gpu_hours IS 'GPU-hours on that GPU model that producers declared for runs the inventory never saw.';
+COMMENT ON COLUMN marts.model_gpu_hours.hardware_days IS '(gpu_hours + declared_gpu_hours) / 24.';
+COMMENT ON COLUMN marts.model_gpu_hours.runs IS 'Counted runs that used that GPU model.';
+
+ALTER TABLE marts.model_compute ADD COLUMN declared_gpu_hours DOUBLE;
+COMMENT ON COLUMN marts.model_compute.declared_gpu_hours IS 'Σ declared_gpu_hours of its counted runs: GPU-hours producers declared for runs the inventory never saw.';
+COMMENT ON COLUMN marts.model_compute.hardware_days IS '(gpu_hours + declared_gpu_hours) / 24: the hardware-days of its counted runs, observed and declared (MDF 7).';
+COMMENT ON COLUMN marts.model_compute.gpu_hours IS 'Σ gpu_hours of its counted runs (observed by the inventory; declared ones in declared_gpu_hours).';
+
 ALTER TABLE marts.model_compute ADD COLUMN active_parameters BIGINT;
 ALTER TABLE marts.model_compute ADD COLUMN excluded_runs INTEGER;
 ALTER TABLE marts.model_compute ADD COLUMN excluded_run_ids VARCHAR[];

@@ -607,16 +607,20 @@ def _runs(
             )
             _apply(g, config, gaps)
             groups.append(g)
+            group_rows.append(_group_row(run, g))
             gaps.append(
                 f"not observed by the inventory: {run['declared_gpus']} × {product} declared by "
                 "its producer over its lineage span (hardware method at the assumed utilisation)"
             )
         reference_peak = peak_of(sku_of(reference_product), dtype) if reference_product else None
+        first_row = len(group_rows) - len(groups)
         runs[run["run_id"]] = _run_row(
             run, reg, registry, groups, by_run.get(run["run_id"], []), tokens.get(run["run_id"]),
             config, now, gaps, sorted(benchmark_ids), lifecycles,
             (reference_product, *reference_peak) if reference_peak else None,
         )  # fmt: skip
+        for row in group_rows[first_row:]:
+            row["counted"] = runs[run["run_id"]]["counted"]
     return runs, group_rows
 
 
@@ -678,6 +682,7 @@ def _group_row(run: Mapping[str, Any], g: _Group) -> dict[str, Any]:
         **_band("hardware_flop", g.hardware),
         "measured_gpu_joules": g.measured_gpu_joules,
         "energy_gpu_hours": g.energy_gpu_hours,
+        "declared": g.declared,
     }
 
 
@@ -790,6 +795,8 @@ def _run_row(
     observed = [g for g in groups if not g.declared]
     gpu_seconds = sum(g.gpu_seconds for g in observed)
     hours = f.gpu_hours(gpu_seconds) if observed else None
+    declared = [g for g in groups if g.declared]
+    declared_hours = f.gpu_hours(sum(g.gpu_seconds for g in declared)) if declared else None
     inferred = sum(h["inferred_gpu_seconds"] for h in holdings)
     if inferred > 0:
         gaps.append(
@@ -909,13 +916,18 @@ def _run_row(
         "gpus": sum(h["gpus"] for h in holdings),
         "open_gpus": sum(g.open_gpus for g in groups),
         "gpu_hours": hours,
+        "declared_gpu_hours": declared_hours,
         "declared_gpus": run["declared_gpus"],
         "declared_gpu_product": run["declared_gpu_product"],
         "first_allocation_at": min(h["first_at"] for h in holdings) if holdings else None,
         "last_allocation_at": max(h["last_at"] for h in holdings) if holdings else None,
         "wall_clock_seconds": wall,
         "wall_clock_source": wall_source,
-        "hardware_days": f.hardware_days(hours) if hours is not None else None,
+        "hardware_days": (
+            f.hardware_days(hours or declared_hours)
+            if (hours or declared_hours) is not None
+            else None
+        ),
         "utilisation": (
             sum(g.utilisation * g.gpu_seconds for g in groups) / sum(g.gpu_seconds for g in groups)
             if sum(g.gpu_seconds for g in groups)
@@ -1100,6 +1112,7 @@ def _models(
         gap = f.disagreement(both_hardware, both_architecture) if both else None
         margin = (reg or {}).get("disagreement_margin") or config.disagreement_margin
         hours = sum(r["gpu_hours"] or 0.0 for r in model_runs)
+        declared_hours = sum(r["declared_gpu_hours"] or 0.0 for r in model_runs)
         energy_hours = sum(
             (r["energy_coverage"] or 0.0) * (r["gpu_hours"] or 0.0) for r in model_runs
         )
@@ -1132,9 +1145,10 @@ def _models(
             "excluded_run_ids": sorted(r["run_id"] for r in excluded.get(name, [])),
             "stages": sorted({r["stage"] for r in model_runs}),
             "gpu_hours": hours,
+            "declared_gpu_hours": declared_hours,
             "wall_clock_seconds": wall,
             "wall_clock_days": wall / 86_400 if wall is not None else None,
-            "hardware_days": f.hardware_days(hours),
+            "hardware_days": f.hardware_days(hours + declared_hours),
             "time_band": f.time_band(wall) if wall is not None else None,
             **_band("hardware_flop", hardware),
             **_band("architecture_flop", architecture),
