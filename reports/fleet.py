@@ -74,8 +74,10 @@ QUERIES = (
             GROUP BY day
         )
         SELECT days.day, pools.* EXCLUDE (day),
-               (pools.telemetry_gpu_hours - pools.telemetry_only_gpu_hours)
-                   / nullif(pools.capacity_gpu_hours, 0) AS telemetry_coverage
+               -- a share of capacity: telemetry of an hour the inventory saw only in part
+               -- covers at most that part
+               least(1.0, (pools.telemetry_gpu_hours - pools.telemetry_only_gpu_hours)
+                   / nullif(pools.capacity_gpu_hours, 0)) AS telemetry_coverage
         FROM days LEFT JOIN pools USING (day)
         ORDER BY days.day
         """,
@@ -534,7 +536,8 @@ def _telemetry_coverage(row: Row | None) -> float | None:
     if not row or not row["capacity_gpu_hours"]:
         return None
     compared = (row["telemetry_gpu_hours"] or 0) - (row["telemetry_only_gpu_hours"] or 0)
-    return compared / row["capacity_gpu_hours"]
+    # a share of capacity: telemetry of an hour the inventory saw only in part covers that part
+    return min(1.0, compared / row["capacity_gpu_hours"])
 
 
 _INVENTORY_COLUMNS = (
