@@ -784,9 +784,9 @@ def _fields(
                 if top["applicable"] and top["shares_known"] and top["listed"]
                 else None,
                 IN_LINEAGE,
-                "List every crawled domain with its tokens in annex_content.domainStats.topN "
-                "(and size.tokens on every crawled source): the rule needs the number of all "
-                "domains crawled",
+                "Have the crawlers' records list every domain crawled with the volume taken "
+                "from it, and the size of every crawled source: the rule needs the number of "
+                "all domains crawled",
             )
         )
         fields.append(

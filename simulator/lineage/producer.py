@@ -822,7 +822,7 @@ class _Lineage:
             SYNTHETIC,
             f"{model}/synthetic-{family}-{self._suffix()}",
             f"gen-{self._suffix()}",
-            f"Simulated: data written by {teacher} from {seed.name} for {model}",
+            f"Simulated: data written by {teacher} from its seed corpus for {model}",
             _content(
                 content.modality,
                 ["SYNTHETIC_INSTRUCTIONS"],

@@ -293,7 +293,7 @@ def test_top_domains_for_an_sme_and_when_the_rule_cannot_be_applied(
     )
     text = pdf_text(result.path)
     assert "GAP (2.3): the rule cannot be applied: the crawlers' domain lists cover 60 %" in text
-    assert "GAP (2.3): no answer yet. List every crawled domain" in text
+    assert "GAP (2.3): no answer yet. Have the crawlers' records list every domain crawled" in text
     assert "19 of 24 required fields" in text  # the top-domain field no longer counts
 
 
