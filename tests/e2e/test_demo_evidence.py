@@ -43,7 +43,15 @@ def _demo(folder: Path) -> None:
 
 
 def _rows(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple]:
-    return con.execute(f"SELECT * EXCLUDE (refreshed_at) FROM {table} ORDER BY ALL").fetchall()
+    """The table's rows, every number to six significant figures (the documents show three):
+    a running run's hardware figure rests on the live telemetry of the hour around the world's
+    present, which a rerun was seen to read a part in ten million differently."""
+    rows = con.execute(f"SELECT * EXCLUDE (refreshed_at) FROM {table} ORDER BY ALL").fetchall()
+    return [tuple(_significant(v) for v in row) for row in rows]
+
+
+def _significant(value: object) -> object:
+    return float(f"{value:.6g}") if isinstance(value, float) else value
 
 
 @pytest.fixture(scope="module")
