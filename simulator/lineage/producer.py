@@ -576,6 +576,11 @@ class _Lineage:
         self.cluster = cluster
         self.rng = random.Random(f"annex-simulator-lineage:{world.seed}")
         self.now = world.now
+        # each node's GPU product (GFD label), read once: every world Job's token plan needs it
+        self.node_products = {
+            n["metadata"]["name"]: n["metadata"]["labels"].get("nvidia.com/gpu.product", "")
+            for n in world.nodes
+        }
         self.runs: list[StageRun] = []
         self.campaign_events: list[RunEvent] = []
         self.sources = {k: source_dataset(s) for k, s in catalog.sources.items()}
@@ -923,12 +928,8 @@ class _Lineage:
         process at 45-59 % of their dense peak (the training role's tensor activity) over its
         span; a running Job plans 1.5-3 times the time it has run so far. Fixed per Job."""
         gpus = run.pods * run.gpus_per_pod if run.gpu_resource == "nvidia.com/gpu" else 1
-        products = {n["metadata"]["name"]: n["metadata"]["labels"] for n in self.world.nodes}
         peak = min(
-            (
-                JOB_PEAK_TFLOPS.get(products.get(node, {}).get("nvidia.com/gpu.product", ""), 312.0)
-                for node in run.nodes
-            ),
+            (JOB_PEAK_TFLOPS.get(self.node_products.get(node, ""), 312.0) for node in run.nodes),
             default=312.0,
         )
         key = zlib.crc32(run.job_name.encode())
