@@ -308,9 +308,9 @@ class Warehouse:
             reason = exc.message if isinstance(exc, WarehouseError) else str(exc)
             mark_stale(self.path, reason or type(exc).__name__, since=since)
             if stale is not None and isinstance(exc, WarehouseError):
+                earlier = "" if stale.reason == reason else f" (earlier: {stale.reason})"
                 exc.message += (
-                    f"; the copy has been stale since {since:%Y-%m-%d %H:%M:%S} UTC "
-                    f"(earlier: {stale.reason})"
+                    f"; the copy has been stale since {since:%Y-%m-%d %H:%M:%S} UTC{earlier}"
                 )
             raise
         clear_stale(self.path)

@@ -129,20 +129,30 @@ def load_collection(
                 else "run `annex warehouse publish` to repair it"
             )
             notify(on_wait, f"{stale.describe(wh.published_path)}; {then}")
-        con = wh._connect_live()
+        collection_id = str(uuid.uuid4())
+        what = _describe(collection_id, model.source, cluster)
+        tally = _Tally()
         try:
-            wh._migrate(con)
-            _mark_interrupted(con)
+            con = wh._connect_live()
+        except WarehouseError as exc:
+            if out_of_space(exc):
+                raise _not_loaded_for_space(wh, what, exc, tally, _NO_AUDIT_ROW) from exc
+            raise
+        try:
             started_at = utc_now()
-            collection_id = str(uuid.uuid4())
-            con.execute(
-                "INSERT INTO audit.collections "
-                "(collection_id, source, cluster, started_at, status, annex_version) "
-                "VALUES (?, ?, ?, ?, 'running', ?)",
-                [collection_id, model.source, cluster, started_at, _annex_version()],
-            )
-            what = f"collection {collection_id} ({model.source}, {cluster})"
-            tally = _Tally()
+            try:
+                wh._migrate(con)
+                _mark_interrupted(con)
+                con.execute(
+                    "INSERT INTO audit.collections "
+                    "(collection_id, source, cluster, started_at, status, annex_version) "
+                    "VALUES (?, ?, ?, ?, 'running', ?)",
+                    [collection_id, model.source, cluster, started_at, _annex_version()],
+                )
+            except (WarehouseError, duckdb.Error) as exc:
+                if out_of_space(exc):
+                    raise _not_loaded_for_space(wh, what, exc, tally, _NO_AUDIT_ROW) from exc
+                raise
             try:
                 row_counts, rejected = _load_in_transaction(
                     con, model, collection_id, cluster, started_at, batches, on_progress, tally
@@ -150,9 +160,14 @@ def load_collection(
             except BaseException as exc:
                 interrupted = isinstance(exc, KeyboardInterrupt | duckdb.InterruptException)
                 status = "interrupted" if interrupted else "failed"
-                recorded = _record_failure(con, collection_id, status, exc)
+                audit = (
+                    "its row in audit.collections says failed"
+                    if _record_failure(con, collection_id, status, exc)
+                    else "its row in audit.collections could not be updated (no room) and the "
+                    "next run marks it interrupted"
+                )
                 if out_of_space(exc) and not isinstance(exc, WarehouseSpaceError):
-                    raise _not_loaded_for_space(wh, what, exc, tally, recorded) from exc
+                    raise _not_loaded_for_space(wh, what, exc, tally, audit) from exc
                 raise
             try:
                 finished_at = _finished_at(con, collection_id)
@@ -241,7 +256,8 @@ def _load_in_transaction(
     except BaseException as exc:
         roll_back(con, exc)
         if isinstance(exc, duckdb.Error):
-            raise _commit_failed(con, collection_id, exc) from exc
+            what = _describe(collection_id, model.source, cluster)
+            raise _commit_failed(con, collection_id, what, exc, tally) from exc
         raise
     log.debug("commit took %.3f s", time.perf_counter() - commit_started)
     return row_counts, rejected
@@ -256,38 +272,41 @@ class _Tally:
 
 
 def _commit_failed(
-    con: duckdb.DuckDBPyConnection, collection_id: str, exc: duckdb.Error
+    con: duckdb.DuckDBPyConnection,
+    collection_id: str,
+    what: str,
+    exc: duckdb.Error,
+    tally: _Tally,
 ) -> WarehouseError:
-    """The error of a ``COMMIT`` that failed: its own text (and any ``ROLLBACK`` failure as a
-    note), and whether the collection landed, read back from ``audit.collections``."""
+    """The error of a ``COMMIT`` that failed: its own text (and any ``ROLLBACK`` failure after
+    it, noted by ``roll_back``), and whether the collection landed, read back from
+    ``audit.collections`` on the same connection."""
+    notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
     landed = _landed(con, collection_id)
     if landed is True:
-        outcome = (
-            "the collection landed nevertheless (audit.collections says succeeded): check it "
-            "with `annex warehouse status` before rerunning"
-        )
+        message = f"{what} was loaded, though its COMMIT reported an error: {exc}{notes}"
+        safe = "audit.collections says it succeeded; check it with `annex warehouse status`"
     elif landed is False:
-        outcome = "the collection was NOT loaded: nothing of it was kept"
+        message = f"{what} was NOT loaded: its COMMIT failed: {exc}{notes}"
+        safe = "nothing of it was kept: the warehouse is consistent and holds what it held before"
     else:
-        outcome = (
-            "whether the collection landed could not be read back: `annex warehouse status` "
-            "shows it (succeeded, or not kept); a rerun is safe either way (loads are "
-            "idempotent)"
+        message = (
+            f"{what}: its COMMIT failed ({exc}{notes}), and whether it landed could not be "
+            "read back"
         )
-    notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
-    message = f"the COMMIT of collection {collection_id} failed: {exc}{notes}; {outcome}"
+        safe = (
+            "`annex warehouse status` shows it (succeeded, or not kept); the warehouse is "
+            "consistent either way"
+        )
     if out_of_space(exc):
+        room = room_needed(_database_folder(con), tally.arrow_bytes)
         return WarehouseSpaceError(
             message,
-            hint=(
-                f"the warehouse is consistent and holds what it held before; free "
-                f"{room_needed(_database_folder(con), None)} and rerun the collection: loading "
-                "the same input again adds it once"
-            ),
+            hint=f"{safe}; free {room} and rerun the collection: loading the same input again "
+            "adds it once",
         )
     return WarehouseError(
-        message,
-        hint="the warehouse is consistent; `annex warehouse status` shows its collections",
+        message, hint=f"{safe}; a rerun is safe (loading the same input again adds it once)"
     )
 
 
@@ -313,16 +332,14 @@ def _landed(con: duckdb.DuckDBPyConnection, collection_id: str) -> bool | None:
     return row is not None and row[0] == "succeeded"
 
 
+_NO_AUDIT_ROW = "the disk was full before even its row in audit.collections could be written"
+
+
 def _not_loaded_for_space(
-    wh: Warehouse, what: str, exc: BaseException, tally: _Tally, recorded: bool
+    wh: Warehouse, what: str, exc: BaseException, tally: _Tally, audit: str
 ) -> WarehouseSpaceError:
-    """A collection that failed because the warehouse's disk is full: not loaded, and why."""
-    audit = (
-        "its row in audit.collections says failed"
-        if recorded
-        else "its row in audit.collections could not be updated (no room) and the next run "
-        "marks it interrupted"
-    )
+    """A collection that failed because the warehouse's disk is full: not loaded, and why
+    (``audit``: what its row in ``audit.collections`` says)."""
     staged = tally.arrow_bytes
     return WarehouseSpaceError(
         f"{what} was NOT loaded: the disk of the warehouse {wh.path} is full ({_first_line(exc)})",
@@ -357,6 +374,11 @@ def _loaded_but_not_checkpointed(
             "`annex warehouse publish`"
         ),
     )
+
+
+def _describe(collection_id: str, source: str, cluster: str) -> str:
+    """How messages name a collection: ``collection <id> (<source>, <cluster>)``."""
+    return f"collection {collection_id} ({source}, {cluster})"
 
 
 def _first_line(exc: BaseException) -> str:

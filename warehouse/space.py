@@ -72,9 +72,10 @@ def human_bytes(count: int) -> str:
 
 
 def room_needed(folder: Path, needed: int | None) -> str:
-    """``"about 1.2 GiB free in /srv/annex (0 bytes free now)"``: the clause every out-of-space
-    hint gives, so the operator knows how much to free, and where."""
+    """``"at least 1.2 GiB in /srv/annex (0 bytes free now)"`` (or ``"space in ..."`` when the
+    amount is unknown): the clause every out-of-space hint gives, after "free" or "needs", so
+    the operator knows how much to free, and where."""
     free = free_bytes(folder)
-    amount = f"at least {human_bytes(needed)}" if needed else "room"
     now = f" ({human_bytes(free)} free now)" if free is not None else ""
-    return f"{amount} free in {folder}{now}"
+    amount = f"at least {human_bytes(needed)}" if needed else "space"
+    return f"{amount} in {folder}{now}"
