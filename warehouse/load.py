@@ -126,7 +126,8 @@ def load_collection(
             then = (
                 "this collection publishes it again when it is loaded"
                 if publish
-                else "run `annex warehouse publish` to repair it"
+                else "the next publish (`annex warehouse publish`, or a collection that "
+                "publishes) replaces it"
             )
             notify(on_wait, f"{stale.describe(wh.published_path)}; {then}")
         collection_id = str(uuid.uuid4())
