@@ -59,7 +59,9 @@ def _namespace_prefix(probe_dir: str) -> tuple[str, ...] | None:
 
 def _run_scenario(
     tmp_path: Path, mode: str, steps: list[dict], *, live_on_disk: bool
-) -> list[dict]:
+) -> tuple[str, list[dict]]:
+    """Run ``steps`` on a disk of ``mode``; return the mode that ran (``tmpfs`` falls back to
+    ``rlimit`` where no tmpfs can be mounted) and each run's results."""
     disk = tmp_path / "disk"
     disk.mkdir()
     command = [sys.executable, str(SCENARIO)]
@@ -91,7 +93,7 @@ def _run_scenario(
         [*command, str(tmp_path / "spec.json")], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads((tmp_path / "results.json").read_text())
+    return mode, json.loads((tmp_path / "results.json").read_text())
 
 
 def _run(cluster: str, batches: int, rows: int = 100) -> dict:
@@ -102,7 +104,7 @@ def _run(cluster: str, batches: int, rows: int = 100) -> dict:
 def test_publish_on_a_full_disk_this_run_and_the_next(tmp_path: Path, mode: str) -> None:
     """The published copy's disk is full: the collection is loaded, the copy stays the old one,
     this run and the next say so (exit 5), and the first run with room repairs it."""
-    first, full, still_full, repaired = _run_scenario(
+    _, (first, full, still_full, repaired) = _run_scenario(
         tmp_path,
         mode,
         [
@@ -160,7 +162,7 @@ def test_load_on_a_full_disk_keeps_nothing_and_a_rerun_loads_it_once(
 ) -> None:
     """The live warehouse's disk is full: the collection is not loaded (exit 5, says so), the
     warehouse and the analysts' copy are as before, and reruns with room load it once."""
-    before, full, rerun, again = _run_scenario(
+    disk, (before, full, rerun, again) = _run_scenario(
         tmp_path,
         mode,
         [
@@ -181,7 +183,7 @@ def test_load_on_a_full_disk_keeps_nothing_and_a_rerun_loads_it_once(
     assert "no space left on device" in text.lower() or "file too large" in text.lower(), text
     assert str(tmp_path / "disk") in text
     assert full["published"] == before["published"]
-    if mode == "tmpfs":
+    if disk == "tmpfs":
         # A real full disk stops the collection before or at its COMMIT.
         assert "was NOT loaded" in text, text
     # Whatever it says is what the warehouse holds.
