@@ -298,9 +298,7 @@ class Warehouse:
             )
         stale = read_stale(self.path)
         since = stale.since if stale else datetime.now(UTC)
-        mark_stale(
-            self.path, "a publish did not finish (killed, or the machine stopped)", since=since
-        )
+        mark_stale(self.path, _PUBLISH_UNFINISHED, since=since)
         try:
             self._checkpoint_for_publish()
             published = copy_atomically(self.path, self.published_path)
