@@ -33,7 +33,7 @@ ATTESTATION_RECORDS = pa.schema(
         ("gpu_uuid", pa.string()),  # node-reported (the submission's index map), unsigned
         ("device_ueid", pa.string()),  # signed
         ("vm_id", pa.string()),  # x-ms-azurevm-vmid (signed)
-        ("tee_type", pa.string()),  # 'sevsnpvm' | 'tdxvm' | NULL
+        ("tee_type", pa.string()),  # 'sevsnpvm' | 'tdxvm' | 'sgx' (ITA) | NULL
         ("issuer", pa.string()),
         ("alg", pa.string()),
         ("kid", pa.string()),
