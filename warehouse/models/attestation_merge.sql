@@ -377,7 +377,8 @@ WITH versions AS (
 SELECT
     submission_id,
     record_id,
-    format('device_mismatch: x-ms-azurevm-vmid {} is not the system UUID of node {} in the '
+    format('device_mismatch: the Azure VM id {} (x-ms-azurevm-vmid, else the runtime claims'' '
+           'vm-configuration.vmUniqueId) is not the system UUID of node {} in the '
            'inventory ({})', vm_id, node_name, system_uuid) AS message
 FROM versions
 WHERE vm <> su
