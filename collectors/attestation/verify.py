@@ -13,11 +13,12 @@ Replays are decided only on authenticated presentations (a token whose signature
 with a pinned key): a bad-signature token never registers its ``jti``. A presentation is
 *bound* when its token carries the nonce annex issued to the presenting node (checked by MAC,
 not by the node's say-so). A bound presentation is never the replay of an unbound one,
-whatever arrived first; between presentations equally bound, order of receipt decides only
-when annex's own clock stamped both (the intake): a watched file's modification time is set by
-whoever wrote it and proves nothing, so two unbound presentations of one token by two nodes
-where either came through a watched folder are both replays (``warehouse/models/
-attestation_merge.sql`` applies the same rule across collections).
+whatever arrived first, so a copy another node put in the shared folder cannot displace the
+genuine presentation; between presentations equally bound the first one this verifier saw
+stands. The warehouse merge (``warehouse/models/attestation_merge.sql``) applies the same rank
+across collections and, seeing a collection's presentations together, lets receipt order decide
+a tie only when annex's own clock stamped both (the intake): a watched file's modification time
+is set by whoever wrote it and proves nothing.
 
 It never raises: a body that is not a submission at all becomes a rejection row, a token annex
 cannot judge gets verdict ``error``.
@@ -34,6 +35,7 @@ mismatch there is noted, never a failure (nothing about a self-reported result i
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import uuid
@@ -859,8 +861,6 @@ def _local_claims_digest(payload: dict[str, Any] | None) -> str | None:
     claims in their order, without the ``nbf``/``exp``/``iat``/``jti`` it adds afterwards."""
     if payload is None:
         return None
-    import json
-
     claims = {k: v for k, v in payload.items() if k not in ("nbf", "exp", "iat", "jti")}
     try:
         text = json.dumps(claims)
@@ -898,8 +898,6 @@ def _claims_json(payload: dict[str, Any]) -> str:
     try:
         return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode("utf-8")
     except TypeError:  # integers beyond 64 bits: the standard library writes them
-        import json
-
         return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
