@@ -400,3 +400,14 @@ def test_fixture_times_are_the_documented_lifetimes() -> None:
     maa = fixture("azure_sevsnp_guest.json")["claims"]
     assert maa["exp"] - maa["iat"] == 28800
     assert datetime.fromtimestamp(maa["iat"], UTC).replace(tzinfo=None) == ISSUED
+
+
+def test_the_simulators_ita_token_carries_the_nonce_as_ita_does(tmp_path: Path) -> None:
+    """The simulated ITA token puts the agent's user data (annex's nonce) in
+    ``tdx.attester_held_data``, where Intel Trust Authority does and annex reads it first."""
+    issuers = IssuerSet.create(0)
+    nonce, _ = issue_nonce(NONCE_KEY, "cvm-node-1", now=ISSUED, ttl_seconds=600)
+    token = tokens.ita_token(issuers, nonce=nonce, issued_at=ISSUED)
+    payload = token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert base64.b64decode(claims["tdx"]["attester_held_data"]) == bytes.fromhex(nonce)
