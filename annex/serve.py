@@ -517,10 +517,14 @@ def _wait(deadline: float) -> float:
 
 
 def _too_large(size: int, limit: int, *, chunked: bool = False) -> Response:
-    what = f"more than {limit:,} bytes (chunked)" if chunked else f"{size:,} bytes"
+    error = (
+        f"the chunked body passed this endpoint's limit of {limit:,} bytes (at {size:,})"
+        if chunked
+        else f"the body of {size:,} bytes is larger than this endpoint's limit of {limit:,} bytes"
+    )
     return Response.error(
         413,
-        f"the body of {what} is larger than this endpoint's limit of {limit:,} bytes",
+        error,
         "send less per request; the limit is serve.max_body_bytes (and, for "
         "attestations, attestation.max_submission_bytes; for OpenLineage events, "
         "lineage.max_body_bytes)",
