@@ -10,11 +10,29 @@ can forget it:
 * **Bearer token** compared with ``hmac.compare_digest`` against the variable that
   ``serve.token_env`` names. There is no unauthenticated mode: without a token the server
   refuses to start (``ConfigError``). Only ``GET /healthz`` (for Kubernetes probes) is open.
-* **Limits before reading**: ``Content-Length`` is required (411; chunked bodies are refused,
-  since their size is unknown up front), a body above the route's limit gets 413 without one
-  byte of it being read, and the connection is then closed. Sockets time out
-  (``SOCKET_TIMEOUT_SECONDS``), so a slow sender holds one thread for a bounded time, and at
-  most ``MAX_CONNECTIONS`` connections are served at once.
+* **Admission before authentication** (``annex.admission``). Until one of its requests passes
+  the token check a connection is *pending*: at most ``serve.max_pending_per_client`` (32) per
+  peer IP address (more are closed at accept), at most ``serve.max_pending_connections`` (256)
+  in all (a new one then closes the one pending longest), and each must finish its TLS
+  handshake and request head within ``serve.head_timeout_seconds`` (10 s) of accept, however
+  slowly its bytes trickle in (then 408 and close). An authenticated connection leaves the pool
+  and takes one of ``serve.max_connections`` (512) slots of its own (none left: 503 with
+  ``Retry-After``), so slow or abusive unauthenticated clients never take the capacity that
+  authenticated producers use. Unauthenticated connections are closed after their answer
+  (``/healthz`` included); authenticated ones are kept alive (the next head within 30 s).
+* **Strict HTTP/1.1 framing** (``annex.http_framing``, RFC 9112), enforced before
+  authentication: the head is at most ``serve.max_header_bytes`` (32 KiB) and
+  ``serve.max_header_fields`` (100) fields (431); obs-fold, whitespace before a colon, bare CR
+  or LF, duplicate or non-numeric ``Content-Length``, ``Content-Length`` with
+  ``Transfer-Encoding``, and any transfer coding but a single ``chunked`` are 400. Each such
+  answer closes the connection, so no byte after it is ever read as another request.
+* **Body limits**: a body needs ``Content-Length`` or ``Transfer-Encoding: chunked`` (411
+  otherwise). A ``Content-Length`` above the route's limit gets 413 without one byte of the
+  body being read; a chunked body (Java producers: openlineage-java's HttpTransport with
+  ``compression: gzip``) is decoded as it arrives and gets 413 as soon as a chunk would pass
+  the limit, before that chunk is read. The body is passed on still encoded (a handler that
+  accepts ``Content-Encoding: gzip`` inflates it under its own cap) and must arrive within
+  ``serve.body_timeout_seconds`` (300 s; no single wait on a socket is longer than 30 s).
 * **Errors** are JSON ``{"error": ..., "hint": ...}`` with the HTTP status that says who must
   act (4xx the client, 5xx annex).
 * **Logging**: one structured access line per request (method, path without query, status,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -182,3 +183,28 @@ def test_header_flood_does_not_grow_memory(tmp_path: Path) -> None:
     assert outcome.succeeded == 40
     growth_mib = (after["VmHWM"] - before["VmRSS"]) / 1024
     assert growth_mib < 64, (before, after)
+
+
+def test_a_stalled_tls_handshake_is_cut_at_the_head_deadline() -> None:
+    """A client that sends half a ClientHello byte by byte: the pool cuts it at the deadline
+    whatever the handshake waits for, and TLS clients meanwhile are served."""
+    tls_dir = Path(__file__).resolve().parents[2] / "simulator" / "kubernetes" / "tls"
+    serve = replace(
+        SMALL, tls_cert_file=tls_dir / "simulator.crt", tls_key_file=tls_dir / "simulator.key"
+    )
+    with start(serve) as server:
+        host, port = host_port(server)
+        started = time.monotonic()
+        with socket.create_connection((host, port), timeout=5) as stalled:
+            stalled.sendall(b"\x16\x03\x01\x02\x00\x01")  # a record header promising 512 bytes
+            context = ssl.create_default_context(cafile=str(tls_dir / "simulator.crt"))
+            good = http.client.HTTPSConnection(host, port, context=context, timeout=5)
+            assert ping(good) == 200
+            good.close()
+            try:
+                while stalled.recv(4096):
+                    pass
+            except ConnectionResetError:
+                pass
+        elapsed = time.monotonic() - started
+    assert 0.9 < elapsed < 2.5
