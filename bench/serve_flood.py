@@ -209,6 +209,7 @@ class SlowFlood:
         self.thread = threading.Thread(target=self._run, name="slow-flood", daemon=True)
         self.opened = self.cut = 0
         self.open_now = 0
+        self.open_samples: list[int] = []
 
     def __enter__(self) -> SlowFlood:
         self.thread.start()
@@ -276,6 +277,7 @@ class SlowFlood:
                     pass
                 self._cut(index, time.monotonic())  # closed or answered (408): reconnect
             self.open_now = sum(s is not None for s in self.socks)
+            self.open_samples.append(self.open_now)
 
     def _cut(self, index: int, now: float) -> None:
         self._close(index)
@@ -369,12 +371,13 @@ def main(argv: list[str] | None = None) -> int:
                 outcome = run_valid(
                     host, port, args.requests, args.workers, args.timeout, args.seconds
                 )
-                open_now, opened, cut = flood.open_now, flood.opened, flood.cut
+                held = statistics.median(flood.open_samples[-100:] or [0])
+                opened, cut = flood.opened, flood.cut
             rows.append(outcome.row(f"{label}: {args.slow} slow connections"))
             notes.append(
                 f"{label}: {opened:,} slow connections opened, {cut:,} cut by the server "
-                f"(refused at accept, evicted or past the head deadline), {open_now} open at "
-                "the end"
+                f"(refused at accept, evicted or past the head deadline); {held:.0f} held open "
+                "(median over the phase's last 10 s)"
             )
             print(rows[-1], "\n  ", notes[-1], file=sys.stderr)
         before = server.memory()
