@@ -4,8 +4,9 @@ A connection is *pending* from accept until one of its requests passes the beare
 Pending connections are what unauthenticated clients can open at will, so they live in a
 bounded ``PendingPool`` that no slow client can fill for long:
 
-* each client (peer IP address) may hold at most ``per_client`` pending connections; more are
-  closed at accept, before a thread starts;
+* each client may hold at most ``per_client`` pending connections; more are closed at accept,
+  before a thread starts. A client is a peer's IPv4 address, or its IPv6 /64 (one host is
+  usually given a whole /64, so its single addresses are no limit);
 * the pool holds at most ``capacity``; a new connection then cuts the one that has been pending
   longest (a valid client sends its head in milliseconds, a slow one is the oldest);
 * each pending connection has an overall deadline (``timeout``): a reaper thread cuts it when
@@ -20,6 +21,7 @@ the capacity that authenticated clients use.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import socket
 import threading
@@ -31,6 +33,19 @@ log = logging.getLogger("annex.serve")
 
 REAP_INTERVAL_SECONDS = 0.25
 """The reaper looks for passed deadlines this often (at most this late)."""
+
+
+def client_of(address: str) -> str:
+    """The key a peer's pending connections are counted under (see the module docstring)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 def cut(sock: socket.socket) -> None:

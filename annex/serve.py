@@ -12,8 +12,9 @@ can forget it:
   refuses to start (``ConfigError``). Only ``GET /healthz`` (for Kubernetes probes) is open.
 * **Admission before authentication** (``annex.admission``). Until one of its requests passes
   the token check a connection is *pending*: at most ``serve.max_pending_per_client`` (32) per
-  peer IP address (more are closed at accept), at most ``serve.max_pending_connections`` (256)
-  in all (a new one then closes the one pending longest), and each must finish its TLS
+  client (an IPv4 address or an IPv6 /64; more are closed at accept), at most
+  ``serve.max_pending_connections`` (256) in all (a new one then closes the one pending
+  longest), and each must finish its TLS
   handshake and request head within ``serve.head_timeout_seconds`` (10 s) of accept, however
   slowly its bytes trickle in (then 408 and close). An authenticated connection leaves the pool
   and takes one of ``serve.max_connections`` (512) slots of its own (none left: 503 with
@@ -61,7 +62,7 @@ from typing import Any
 
 import orjson
 
-from annex.admission import PendingPool
+from annex.admission import PendingPool, client_of
 from annex.errors import ConfigError
 from annex.http_framing import (
     BodyFraming,
@@ -586,7 +587,7 @@ class _TcpServer(socketserver.TCPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         peer = str(client_address[0])
-        deadline = self.pending.admit(request, peer)
+        deadline = self.pending.admit(request, client_of(peer))
         if deadline is None:
             self.note_refusal(peer, "serve.max_pending_per_client connections in their head")
             self.shutdown_request(request)

@@ -317,7 +317,8 @@ class ServeSettings:
     """Connections not yet authenticated (TLS handshake, request head) held at once; a new
     one then closes the one pending longest."""
     max_pending_per_client: int = 32
-    """Pending connections one client (peer IP address) may hold; more are closed at accept."""
+    """Pending connections one client (an IPv4 address, an IPv6 /64) may hold; more are
+    closed at accept."""
     head_timeout_seconds: float = 10.0
     """Overall deadline from accept to the end of the request head (TLS handshake included),
     however slowly the bytes arrive; then 408 and close."""

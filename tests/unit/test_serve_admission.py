@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from annex.admission import PendingPool
+from annex.admission import PendingPool, client_of
 
 
 class Clock:
@@ -82,3 +82,11 @@ def test_cutting_a_closed_socket_is_harmless(pairs: list) -> None:
     pairs[0][0].close()  # its thread closed it between the deadline and the reaper
     clock.now += 2
     assert pool.reap_once() == 1
+
+
+def test_clients_are_ipv4_addresses_and_ipv6_slash_64s() -> None:
+    assert client_of("10.0.0.7") == "10.0.0.7"
+    assert client_of("::ffff:10.0.0.7") == "10.0.0.7"
+    assert client_of("2001:db8:1:2::1") == client_of("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert client_of("2001:db8:1:3::1") != client_of("2001:db8:1:2::1")
+    assert client_of("fe80::1%eth0") == "fe80::/64"
