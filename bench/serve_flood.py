@@ -415,8 +415,9 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Machine: {platform.processor() or platform.machine()}, {cores} cores, Python "
             f"{platform.python_version()}; load average {os.getloadavg()[0]:.1f} at the end. "
-            "`annex serve` with its default [serve] limits in a child process (lineage.intake_workers "
-            "= 0: events are validated in the request's thread); each valid request is "
+            "`annex serve` with its default [serve] limits in a child process "
+            "(lineage.intake_workers = 0: events are validated in the request's thread); "
+            "each valid request is "
             f"a new connection from 127.0.0.1 POSTing one gzip event, {args.requests} per phase "
             f"spread over {args.seconds:g} s ({args.workers} at most at once, {args.timeout:g} s "
             "timeout); slow connections send a head byte every "
