@@ -435,6 +435,8 @@ class _Connection:
         except BodyTooLarge as exc:
             return _too_large(exc.received, limit, chunked=True), False
         except PeerClosed:
+            if framing.chunked:
+                return Response.error(400, "the chunked body ended before its last chunk"), False
             got = len(self.wire.buffer)
             return Response.error(
                 400, f"the body ended after {got} of {framing.length} bytes (Content-Length)"

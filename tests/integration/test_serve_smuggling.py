@@ -133,3 +133,17 @@ def test_header_caps_answer_431_and_close(server: IntakeServer, recorder: Record
     for reply in (big, many):
         assert reply.startswith(b"HTTP/1.1 431 ") and b"Connection: close" in reply
     assert recorder.seen == []
+
+
+def test_a_body_cut_short_is_400_and_nothing_runs(server: IntakeServer, recorder: Recorder) -> None:
+    host, port = server.url.rsplit("//", 1)[1].rsplit(":", 1)
+    for headers, body, words in (
+        ("Content-Length: 10\r\n", "{}", b"after 2 of 10 bytes"),
+        ("Transfer-Encoding: chunked\r\n", "5\r\n{}", b"before its last chunk"),
+    ):
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            sock.sendall(post(headers, body))
+            sock.shutdown(socket.SHUT_WR)
+            reply = sock.recv(65536)
+        assert reply.startswith(b"HTTP/1.1 400 ") and words in reply
+    assert recorder.seen == []
