@@ -9,8 +9,9 @@ bounded ``PendingPool`` that no slow client can fill for long:
   usually given a whole /64, so its single addresses are no limit);
 * the pool holds at most ``capacity``; a new connection then cuts the one that has been pending
   longest (a valid client sends its head in milliseconds, a slow one is the oldest);
-* each pending connection has an overall deadline (``timeout``): a reaper thread cuts it when
-  the deadline passes, whatever its thread is blocked in (TLS handshake included).
+* each pending connection has an overall deadline (``timeout``). Its own thread answers 408
+  at the deadline; should the thread be blocked elsewhere (a TLS handshake), a reaper thread
+  cuts the connection ``grace`` seconds later.
 
 "Cut" is ``shutdown(SHUT_RDWR)`` on the socket: its thread's blocked read returns at once and
 the thread closes the connection. Authenticated connections leave the pool and take a slot of
@@ -33,6 +34,9 @@ log = logging.getLogger("annex.serve")
 
 REAP_INTERVAL_SECONDS = 0.25
 """The reaper looks for passed deadlines this often (at most this late)."""
+REAP_GRACE_SECONDS = 1.0
+"""The reaper leaves a connection this long past its deadline to its own thread (which answers
+408 then); it cuts only what is still pending after that."""
 
 
 def client_of(address: str) -> str:
@@ -64,10 +68,12 @@ class PendingPool:
         per_client: int,
         timeout: float,
         clock: Callable[[], float] = time.monotonic,
+        grace: float = REAP_GRACE_SECONDS,
     ) -> None:
         self.capacity = capacity
         self.per_client = per_client
         self.timeout = timeout
+        self.grace = grace
         self.clock = clock
         self._lock = threading.Lock()
         self._pending: dict[socket.socket, tuple[str, float]] = {}
@@ -130,8 +136,8 @@ class PendingPool:
             self.reap_once()
 
     def reap_once(self) -> int:
-        """Cut every pending connection whose deadline passed; how many."""
-        now = self.clock()
+        """Cut every pending connection whose deadline passed ``grace`` ago; how many."""
+        now = self.clock() - self.grace
         expired = []
         with self._lock:
             for sock, (_, deadline) in self._pending.items():

@@ -61,13 +61,15 @@ def test_a_full_pool_cuts_the_connection_pending_longest(pairs: list) -> None:
 
 def test_deadlines_cut_pending_connections_and_only_those(pairs: list) -> None:
     clock = Clock()
-    pool = PendingPool(capacity=10, per_client=10, timeout=5, clock=clock)
+    pool = PendingPool(capacity=10, per_client=10, timeout=5, clock=clock, grace=0.5)
     pool.admit(pairs[0][0], "a")
     clock.now += 3
     pool.admit(pairs[1][0], "a")
     pool.admit(pairs[2][0], "b")
     pool.leave(pairs[2][0])  # authenticated: no longer pending, never cut
-    clock.now += 2.5
+    clock.now += 2.2
+    assert pool.reap_once() == 0  # past its deadline, within the grace left to its thread
+    clock.now += 0.5
     assert pool.reap_once() == 1
     assert is_cut(pairs[0][0]) and not is_cut(pairs[1][0]) and not is_cut(pairs[2][0])
     clock.now += 10
@@ -77,7 +79,7 @@ def test_deadlines_cut_pending_connections_and_only_those(pairs: list) -> None:
 
 def test_cutting_a_closed_socket_is_harmless(pairs: list) -> None:
     clock = Clock()
-    pool = PendingPool(capacity=1, per_client=10, timeout=1, clock=clock)
+    pool = PendingPool(capacity=1, per_client=10, timeout=1, clock=clock, grace=0)
     pool.admit(pairs[0][0], "a")
     pairs[0][0].close()  # its thread closed it between the deadline and the reaper
     clock.now += 2
