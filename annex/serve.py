@@ -10,11 +10,30 @@ can forget it:
 * **Bearer token** compared with ``hmac.compare_digest`` against the variable that
   ``serve.token_env`` names. There is no unauthenticated mode: without a token the server
   refuses to start (``ConfigError``). Only ``GET /healthz`` (for Kubernetes probes) is open.
-* **Limits before reading**: ``Content-Length`` is required (411; chunked bodies are refused,
-  since their size is unknown up front), a body above the route's limit gets 413 without one
-  byte of it being read, and the connection is then closed. Sockets time out
-  (``SOCKET_TIMEOUT_SECONDS``), so a slow sender holds one thread for a bounded time, and at
-  most ``MAX_CONNECTIONS`` connections are served at once.
+* **Admission before authentication** (``annex.admission``). Until one of its requests passes
+  the token check a connection is *pending*: at most ``serve.max_pending_per_client`` (32) per
+  client (an IPv4 address or an IPv6 /64; more are closed at accept), at most
+  ``serve.max_pending_connections`` (256) in all (a new one then closes the one pending
+  longest), and each must finish its TLS
+  handshake and request head within ``serve.head_timeout_seconds`` (10 s) of accept, however
+  slowly its bytes trickle in (then 408 and close). An authenticated connection leaves the pool
+  and takes one of ``serve.max_connections`` (512) slots of its own (none left: 503 with
+  ``Retry-After``), so slow or abusive unauthenticated clients never take the capacity that
+  authenticated producers use. Unauthenticated connections are closed after their answer
+  (``/healthz`` included); authenticated ones are kept alive (the next head within 30 s).
+* **Strict HTTP/1.1 framing** (``annex.http_framing``, RFC 9112), enforced before
+  authentication: the head is at most ``serve.max_header_bytes`` (32 KiB) and
+  ``serve.max_header_fields`` (100) fields (431); obs-fold, whitespace before a colon, bare CR
+  or LF, duplicate or non-numeric ``Content-Length``, ``Content-Length`` with
+  ``Transfer-Encoding``, and any transfer coding but a single ``chunked`` are 400. Each such
+  answer closes the connection, so no byte after it is ever read as another request.
+* **Body limits**: a body needs ``Content-Length`` or ``Transfer-Encoding: chunked`` (411
+  otherwise). A ``Content-Length`` above the route's limit gets 413 without one byte of the
+  body being read; a chunked body (Java producers: openlineage-java's HttpTransport with
+  ``compression: gzip``) is decoded as it arrives and gets 413 as soon as a chunk would pass
+  the limit, before that chunk is read. The body is passed on still encoded (a handler that
+  accepts ``Content-Encoding: gzip`` inflates it under its own cap) and must arrive within
+  ``serve.body_timeout_seconds`` (300 s; no single wait on a socket is longer than 30 s).
 * **Errors** are JSON ``{"error": ..., "hint": ...}`` with the HTTP status that says who must
   act (4xx the client, 5xx annex).
 * **Logging**: one structured access line per request (method, path without query, status,
@@ -30,27 +49,47 @@ import hmac
 import logging
 import os
 import socket
+import socketserver
 import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.utils import formatdate
+from http import HTTPStatus
 from typing import Any
 
 import orjson
 
+from annex.admission import PendingPool, client_of
 from annex.errors import ConfigError
+from annex.http_framing import (
+    BodyFraming,
+    BodyTooLarge,
+    DeadlinePassed,
+    FramingError,
+    PeerClosed,
+    RequestHead,
+    Wire,
+    body_framing,
+    parse_head,
+    read_chunked,
+)
 from annex.settings import ServeSettings, Settings
 
 log = logging.getLogger("annex.serve")
 
 SOCKET_TIMEOUT_SECONDS = 30.0
-"""Per-socket read/write timeout, handshake included."""
+"""The longest single wait on a socket (read or write); overall deadlines are shorter."""
+KEEP_ALIVE_SECONDS = 30.0
+"""An authenticated connection's next request head must arrive within this after an answer."""
+LINGER_SECONDS = 1.0
+LINGER_BYTES = 256 << 10
+"""Before closing after an error, unread input is drained for at most this long and this much,
+so the client reads the answer instead of a connection reset."""
+REFUSAL_LOG_SECONDS = 10.0
 HEALTH_PATH = "/healthz"
-MAX_CONNECTIONS = 512
-"""Connections served at once (one thread each); more are closed at once, and agents retry."""
 MIN_TOKEN_CHARS = 16
 """A shorter bearer token is refused at start: it could be guessed."""
 
@@ -190,7 +229,7 @@ class IntakeServer:
             if key in self.routes or route.path == HEALTH_PATH:
                 raise ConfigError(f"route {route.method} {route.path} is registered twice")
             self.routes[key] = route
-        self._http = _HttpServer(
+        self._http = _TcpServer(
             (host if host is not None else serve.host, port if port is not None else serve.port),
             self,
         )
@@ -208,12 +247,15 @@ class IntakeServer:
 
     def serve_forever(self) -> None:
         """Serve in this thread until ``stop()`` or KeyboardInterrupt; then close the socket."""
+        self._http.pending.start()
         try:
             self._http.serve_forever(poll_interval=0.5)
         finally:
+            self._http.pending.stop()
             self._http.server_close()
 
     def start(self) -> IntakeServer:
+        self._http.pending.start()
         self._thread = threading.Thread(
             target=self._http.serve_forever, args=(0.1,), name="annex-intake", daemon=True
         )
@@ -225,6 +267,7 @@ class IntakeServer:
             self._http.shutdown()
             self._thread.join()
             self._thread = None
+        self._http.pending.stop()
         self._http.server_close()
 
     def __enter__(self) -> IntakeServer:
@@ -248,64 +291,104 @@ class IntakeServer:
         return min(limit, route.max_body_bytes) if route.max_body_bytes is not None else limit
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "annex"
-    sys_version = ""
-    timeout = SOCKET_TIMEOUT_SECONDS
-    server: _HttpServer
+class _Connection:
+    """One accepted connection, served in its own thread: TLS handshake, then requests until
+    the client or an error closes it (see the module docstring for the order of checks)."""
 
-    def setup(self) -> None:
-        self.request.settimeout(SOCKET_TIMEOUT_SECONDS)
-        if isinstance(self.request, ssl.SSLSocket):
-            self.request.do_handshake()  # here, in the connection's thread, not in accept()
-        super().setup()
+    def __init__(self, server: _TcpServer, sock: socket.socket, peer: str, deadline: float):
+        self.server = server
+        self.intake = server.intake
+        self.sock = sock
+        self.peer = peer
+        self.deadline = deadline
+        self.authenticated = False
+        self.wire = Wire(sock, SOCKET_TIMEOUT_SECONDS)
 
-    def handle_expect_100(self) -> bool:
-        """Send ``100 Continue`` only once the request passed auth and limits (``_dispatch``)."""
-        return True
-
-    def _dispatch(self) -> None:
-        started = time.perf_counter()
-        self._bytes_in = 0
-        path, _, query = self.path.partition("?")
-        self._log_path = path
+    def run(self) -> None:
         try:
-            response = self._respond_to(path, query)
-        except (TimeoutError, ConnectionError, ssl.SSLError):
-            self.close_connection = True
-            self._access_log(0, started)
-            return
-        self._send(response)
+            if isinstance(self.sock, ssl.SSLSocket):
+                # here, in the connection's thread, not in accept(); the pool cuts it at the
+                # head deadline however slowly the client handshakes
+                self.sock.settimeout(_wait(self.deadline))
+                self.sock.do_handshake()
+            while self._exchange():
+                self.deadline = time.monotonic() + KEEP_ALIVE_SECONDS
+        except (OSError, DeadlinePassed, PeerClosed):
+            pass  # a client that hangs up, stalls or fails the handshake: not a server error
+        except Exception:
+            log.exception("connection from %s failed", self.peer)
+        finally:
+            self.server.pending.leave(self.sock)
+            if self.authenticated:
+                self.server.slots.release()
+            self.server.shutdown_request(self.sock)
+
+    # --- one request ---------------------------------------------------------------------------
+
+    def _exchange(self) -> bool:
+        """Read and answer one request; whether the connection stays open for another."""
+        started = time.perf_counter()
+        received = self.wire.received - len(self.wire.buffer)
+        self.method = self.path = "-"
+        self.body_bytes = 0
+        serve = self.intake.settings
+        try:
+            head = parse_head(
+                self.wire.read_head(serve.max_header_bytes, self.deadline),
+                serve.max_header_fields,
+            )
+            self.method = head.method
+            self.path, _, query = head.target.partition("?")
+            framing = body_framing(head)
+            response, keep_alive = self._respond_to(head, query, framing)
+        except FramingError as exc:
+            response, keep_alive = Response.error(exc.status, exc.error, exc.hint), False
+        except PeerClosed:
+            if self.wire.received - len(self.wire.buffer) > received or self.wire.buffer:
+                self._access_log(0, started)
+            return False
+        except DeadlinePassed:
+            if not self.wire.buffer and self.authenticated:
+                return False  # an idle keep-alive connection: close quietly
+            response, keep_alive = (
+                Response.error(
+                    408,
+                    "the request was not received in time",
+                    f"send the request head within {serve.head_timeout_seconds:g} s "
+                    "(serve.head_timeout_seconds)",
+                ),
+                False,
+            )
+        self._send(response, keep_alive)
         self._access_log(response.status, started)
+        if not keep_alive:
+            self._linger()
+        return keep_alive
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _dispatch
-
-    def _respond_to(self, path: str, query: str) -> Response:
-        intake = self.server.intake
-        if path == HEALTH_PATH and self.command == "GET":
-            self._discard_body_or_close()
-            return Response(200, {"status": "ok"})
-        route = intake.routes.get((self.command, path))
-        if route is None:
-            self.close_connection = True  # the body (if any) is left unread
-            allowed = sorted(method for method, p in intake.routes if p == path)
+    def _respond_to(
+        self, head: RequestHead, query: str, framing: BodyFraming
+    ) -> tuple[Response, bool]:
+        intake, path, method = self.intake, self.path, head.method
+        has_body = framing.chunked or framing.length > 0
+        if path == HEALTH_PATH and method == "GET":
+            ok = Response(200, {"status": "ok"})
+            return ok, self.authenticated and head.keep_alive and not has_body
+        route = intake.routes.get((method, path))
+        if route is None:  # the body (if any) is left unread and the connection closed
+            allowed = sorted(m for m, p in intake.routes if p == path)
             if allowed:
                 return Response(
                     405,
                     {
-                        "error": f"{self.command} is not allowed on {path}",
+                        "error": f"{method} is not allowed on {path}",
                         "hint": "use " + " or ".join(allowed),
                     },
                     {"Allow": ", ".join(allowed)},
-                )
+                ), False
             return Response.error(
-                404,
-                f"no endpoint {path}",
-                "endpoints: " + ", ".join(intake.describe_routes()),
-            )
-        if not intake.authorised(self.headers.get("Authorization")):
-            self.close_connection = True
+                404, f"no endpoint {path}", "endpoints: " + ", ".join(intake.describe_routes())
+            ), False
+        if not intake.authorised(head.get("authorization")):
             return Response(
                 401,
                 {
@@ -314,130 +397,180 @@ class _Handler(BaseHTTPRequestHandler):
                     f"was given in {intake.settings.token_env}",
                 },
                 {"WWW-Authenticate": 'Bearer realm="annex"'},
-            )
-        length = self._content_length(intake.body_limit(route))
-        if isinstance(length, Response):
-            self.close_connection = True
-            return length
-        if self.headers.get("Expect", "").lower() == "100-continue":
-            self.send_response_only(100)
-            self.end_headers()
-            self.wfile.flush()
-        body = self.rfile.read(length) if length else b""
-        self._bytes_in = len(body)
-        if len(body) != length:
-            self.close_connection = True
+            ), False
+        if not self.authenticated:
+            self.server.pending.leave(self.sock)
+            if not self.server.slots.acquire(blocking=False):
+                self.server.note_refusal(self.peer, "serve.max_connections authenticated")
+                return Response(
+                    503,
+                    {
+                        "error": f"annex serve is serving {intake.settings.max_connections} "
+                        "authenticated connections already",
+                        "hint": "retry in a moment (serve.max_connections)",
+                    },
+                    {"Retry-After": "1"},
+                ), False
+            self.authenticated = True
+        limit = intake.body_limit(route)
+        if not framing.declared and method in ("POST", "PUT", "PATCH"):
             return Response.error(
-                400, f"the body ended after {len(body)} of {length} bytes (Content-Length)"
-            )
+                411,
+                "Content-Length is required",
+                f"send the body with a Content-Length header or Transfer-Encoding: chunked "
+                f"(at most {limit:,} bytes)",
+            ), False
+        if not framing.chunked and framing.length > limit:
+            return _too_large(framing.length, limit), False
+        if (head.get("expect") or "").lower() == "100-continue":
+            self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        body_deadline = time.monotonic() + intake.settings.body_timeout_seconds
+        try:
+            if framing.chunked:
+                body = read_chunked(
+                    self.wire, limit, body_deadline, intake.settings.max_header_bytes
+                )
+            else:
+                body = self.wire.read_exact(framing.length, body_deadline)
+        except BodyTooLarge as exc:
+            return _too_large(exc.received, limit, chunked=True), False
+        except PeerClosed:
+            if framing.chunked:
+                return Response.error(400, "the chunked body ended before its last chunk"), False
+            got = len(self.wire.buffer)
+            return Response.error(
+                400, f"the body ended after {got} of {framing.length} bytes (Content-Length)"
+            ), False
+        except DeadlinePassed:
+            return Response.error(
+                408,
+                "the body was not received in time",
+                f"send it within {intake.settings.body_timeout_seconds:g} s "
+                "(serve.body_timeout_seconds)",
+            ), False
+        self.body_bytes = len(body)
         request = Request(
-            method=self.command,
+            method=method,
             path=path,
             query=query,
             body=body,
-            remote=str(self.client_address[0]),
+            remote=self.peer,
             received_at=intake.clock(),
-            content_type=self.headers.get("Content-Type"),
-            content_encoding=self.headers.get("Content-Encoding"),
+            content_type=head.get("content-type"),
+            content_encoding=head.get("content-encoding"),
         )
         try:
-            return route.handler(request)
+            response = route.handler(request)
         except RequestRejected as exc:
-            return Response.error(exc.status, exc.error, exc.hint)
+            response = Response.error(exc.status, exc.error, exc.hint)
         except Exception as exc:
             # The message may quote the body: log the type and where, the traceback at debug.
-            log.error("handler of %s %s failed: %s", self.command, path, type(exc).__name__)
+            log.error("handler of %s %s failed: %s", method, path, type(exc).__name__)
             log.debug("handler failure", exc_info=True)
-            return Response.error(
+            response = Response.error(
                 500,
                 "annex could not handle this request",
                 "retry later; if it persists, the annex serve log names the failure",
             )
+        return response, head.keep_alive
 
-    def _content_length(self, limit: int) -> int | Response:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            return Response.error(
-                411,
-                "chunked request bodies are not accepted",
-                f"send the body with a Content-Length header (at most {limit:,} bytes)",
-            )
-        header = self.headers.get("Content-Length")
-        if header is None:
-            return Response.error(
-                411,
-                "Content-Length is required",
-                f"send the body with a Content-Length header (at most {limit:,} bytes)",
-            )
-        try:
-            length = int(header.strip())
-        except ValueError:
-            length = -1
-        if length < 0 or not header.strip().isdigit():
-            return Response.error(400, "Content-Length is not a non-negative integer")
-        if length > limit:
-            return Response.error(
-                413,
-                f"the body of {length:,} bytes is larger than this endpoint's limit of "
-                f"{limit:,} bytes",
-                "send less per request; the limit is serve.max_body_bytes (and, for "
-                "attestations, attestation.max_submission_bytes; for OpenLineage events, "
-                "lineage.max_body_bytes)",
-            )
-        return length
+    # --- answering -----------------------------------------------------------------------------
 
-    def _discard_body_or_close(self) -> None:
-        if self.headers.get("Content-Length", "0").strip() not in ("", "0"):
-            self.close_connection = True
-
-    def _send(self, response: Response) -> None:
+    def _send(self, response: Response, keep_alive: bool) -> None:
         body = orjson.dumps(dict(response.payload)) + b"\n"
-        self._bytes_out = len(body)
+        self.bytes_out = len(body)
         try:
-            self.send_response(response.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            for name, value in response.headers.items():
-                self.send_header(name, value)
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(body)
-        except (TimeoutError, ConnectionError, ssl.SSLError):
-            self.close_connection = True
+            reason = HTTPStatus(response.status).phrase
+        except ValueError:
+            reason = ""
+        lines = [
+            f"HTTP/1.1 {response.status} {reason}",
+            "Server: annex",
+            f"Date: {formatdate(usegmt=True)}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+            "Cache-Control: no-store",
+            *(f"{name}: {value}" for name, value in response.headers.items()),
+        ]
+        if not keep_alive:
+            lines.append("Connection: close")
+        self._write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.sock.settimeout(SOCKET_TIMEOUT_SECONDS)
+            self.sock.sendall(data)
+        except OSError:
+            pass  # the client left; the connection is closed after this request
+
+    def _linger(self) -> None:
+        """Before closing: stop sending and read (and drop) what the client still sends, for
+        a bounded time and size, so it reads the answer instead of a reset."""
+        try:
+            socket.socket.shutdown(self.sock, socket.SHUT_WR)
+            until = time.monotonic() + LINGER_SECONDS
+            drained = 0
+            while drained < LINGER_BYTES and (left := until - time.monotonic()) > 0:
+                self.sock.settimeout(left)
+                data = socket.socket.recv(self.sock, 65536)
+                if not data:
+                    break
+                drained += len(data)
+        except OSError:
+            pass
 
     def _access_log(self, status: int, started: float) -> None:
         log.info(
             "method=%s path=%s status=%d bytes_in=%d bytes_out=%d duration_ms=%.1f remote=%s",
-            self.command,
-            self._log_path,
+            self.method,
+            self.path,
             status,
-            self._bytes_in,
-            getattr(self, "_bytes_out", 0),
+            self.body_bytes,
+            getattr(self, "bytes_out", 0),
             (time.perf_counter() - started) * 1000,
-            self.client_address[0],
+            self.peer,
         )
 
-    def log_request(self, code: object = "-", size: object = "-") -> None:
-        """Replaced by ``_access_log`` (the default line would include the query string)."""
 
-    def log_message(self, format: str, *args: object) -> None:
-        """Protocol errors (bad request line...), at debug; never headers or bodies."""
-        log.debug("remote=%s %s", self.client_address[0], (format % args)[:200])
+def _wait(deadline: float) -> float:
+    """A socket timeout for what is left until ``deadline`` (at least a moment)."""
+    return max(0.01, min(deadline - time.monotonic(), SOCKET_TIMEOUT_SECONDS))
 
 
-class _HttpServer(ThreadingHTTPServer):
-    daemon_threads = True
+def _too_large(size: int, limit: int, *, chunked: bool = False) -> Response:
+    error = (
+        f"the chunked body passed this endpoint's limit of {limit:,} bytes (at {size:,})"
+        if chunked
+        else f"the body of {size:,} bytes is larger than this endpoint's limit of {limit:,} bytes"
+    )
+    return Response.error(
+        413,
+        error,
+        "send less per request; the limit is serve.max_body_bytes (and, for "
+        "attestations, attestation.max_submission_bytes; for OpenLineage events, "
+        "lineage.max_body_bytes)",
+    )
+
+
+class _TcpServer(socketserver.TCPServer):
     allow_reuse_address = True
-    request_queue_size = 256
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], intake: IntakeServer) -> None:
         self.intake = intake
-        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        serve = intake.settings
+        self.slots = threading.BoundedSemaphore(serve.max_connections)
+        self.pending = PendingPool(
+            serve.max_pending_connections,
+            serve.max_pending_per_client,
+            serve.head_timeout_seconds,
+        )
+        self._refusals = 0
+        self._refusal_logged = 0.0
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         try:
-            super().__init__(address, _Handler)
+            super().__init__(address, None)  # type: ignore[arg-type]  # no handler class
         except OSError as exc:
             raise ConfigError(
                 f"annex serve cannot listen on {address[0]}:{address[1]}: {exc.strerror or exc}",
@@ -455,24 +588,34 @@ class _HttpServer(ThreadingHTTPServer):
         return connection, address
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.slots.acquire(blocking=False):
-            log.warning(
-                "connection from %s closed: %d already open", client_address[0], MAX_CONNECTIONS
-            )
+        peer = str(client_address[0])
+        deadline = self.pending.admit(request, client_of(peer))
+        if deadline is None:
+            self.note_refusal(peer, "serve.max_pending_per_client connections in their head")
             self.shutdown_request(request)
             return
+        connection = _Connection(self, request, peer, deadline)
         try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self.slots.release()
-            raise
+            threading.Thread(target=connection.run, name="annex-intake-conn", daemon=True).start()
+        except RuntimeError:  # no thread to be had: refuse this one, keep serving
+            self.pending.leave(request)
+            self.note_refusal(peer, "no thread available")
+            self.shutdown_request(request)
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
+    def note_refusal(self, peer: str, why: str) -> None:
+        """A warning for refused connections, at most one per ``REFUSAL_LOG_SECONDS`` (a
+        flood must not flood the log too)."""
+        self._refusals += 1
+        now = time.monotonic()
+        if now - self._refusal_logged >= REFUSAL_LOG_SECONDS:
+            log.warning(
+                "refused %d connection(s) since the last warning, the latest from %s: %s",
+                self._refusals,
+                peer,
+                why,
+            )
+            self._refusals = 0
+            self._refusal_logged = now
 
     def handle_error(self, request: object, client_address: Any) -> None:
-        """A client that hangs up or fails the handshake is not a server error."""
         log.debug("connection from %s ended with an error", client_address[0], exc_info=True)

@@ -311,6 +311,23 @@ class ServeSettings:
     max_body_bytes: int = 5 << 20
     """The server's cap on any request body; each endpoint may only lower it (attestations:
     ``attestation.max_submission_bytes``, lineage: ``lineage.max_body_bytes``)."""
+    max_connections: int = 512
+    """Authenticated connections served at once (one thread each); one more gets 503."""
+    max_pending_connections: int = 256
+    """Connections not yet authenticated (TLS handshake, request head) held at once; a new
+    one then closes the one pending longest."""
+    max_pending_per_client: int = 32
+    """Pending connections one client (an IPv4 address, an IPv6 /64) may hold; more are
+    closed at accept."""
+    head_timeout_seconds: float = 10.0
+    """Overall deadline from accept to the end of the request head (TLS handshake included),
+    however slowly the bytes arrive; then 408 and close."""
+    max_header_bytes: int = 32 << 10
+    """Cap on the request head (request line and header fields); beyond it 431 and close."""
+    max_header_fields: int = 100
+    """Cap on the number of header fields; beyond it 431 and close."""
+    body_timeout_seconds: float = 300.0
+    """Overall deadline for reading one request body (after authentication); then 408."""
 
 
 @dataclass(frozen=True)
@@ -996,6 +1013,23 @@ def _serve(table: Any, source: str, origin: Mapping[str, str], base: Path | None
         tls_key_file=_config_file(reader, "tls_key_file"),
         token_env=_env_name(reader, "token_env", "ANNEX_INTAKE_TOKEN") or "",
         max_body_bytes=reader.number("max_body_bytes", int, 5 << 20, minimum=1024, maximum=1 << 30),
+        max_connections=reader.number("max_connections", int, 512, minimum=1, maximum=10_000),
+        max_pending_connections=reader.number(
+            "max_pending_connections", int, 256, minimum=1, maximum=10_000
+        ),
+        max_pending_per_client=reader.number(
+            "max_pending_per_client", int, 32, minimum=1, maximum=10_000
+        ),
+        head_timeout_seconds=reader.number(
+            "head_timeout_seconds", float, 10.0, minimum=0.1, maximum=300.0
+        ),
+        max_header_bytes=reader.number(
+            "max_header_bytes", int, 32 << 10, minimum=1024, maximum=1 << 20
+        ),
+        max_header_fields=reader.number("max_header_fields", int, 100, minimum=8, maximum=1000),
+        body_timeout_seconds=reader.number(
+            "body_timeout_seconds", float, 300.0, minimum=1.0, maximum=3600.0
+        ),
     )
     reader.finish()
     if (settings.tls_cert_file is None) != (settings.tls_key_file is None):
