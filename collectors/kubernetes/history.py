@@ -393,7 +393,12 @@ class ResourceHistory:
                 )
             raws = [bytes(item) for item in page.decoded.items]
             yield self._snapshot_page(
-                raws, decoder, page.attempt, first=page.number == 1, body=page.decoded.body
+                raws,
+                decoder,
+                page.attempt,
+                first=page.number == 1,
+                body=page.decoded.body,
+                cut=page.decoded.rejected,
             )
         snapshot.resource_version = record.resource_version or ""
         snapshot.events = record.items
@@ -451,8 +456,10 @@ class ResourceHistory:
         *,
         first: bool,
         body: bytes | None = None,
+        cut: list[Rejection] | None = None,
     ) -> SnapshotPage:
-        """One page's rows; ``body`` is the page as the server sent it, when there is one."""
+        """One page's rows; ``body`` is the page as the server sent it, when there is one;
+        ``cut``: objects already cut out of it (``text``), to keep as rejected."""
         now = utc_now()
         count = len(raws)
         objects = _objects_batch(raws, [False] * count, [now] * count)
@@ -475,6 +482,7 @@ class ResourceHistory:
             rejections = [
                 _no_uid(None, raw) for raw in raws if not _OBJECT.decode(raw).metadata.uid
             ]
+        rejections = [*(cut or ()), *rejections]
         return SnapshotPage(
             objects, pods, rejected_batch(rejections) if rejections else None, first
         )
