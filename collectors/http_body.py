@@ -135,3 +135,35 @@ def read_body(
             )
     inflater.finish()
     return b"".join(parts)
+
+
+def inflated_pieces(
+    response: Any, *, piece_bytes: int = CHUNK_BYTES, deadline: float | None = None
+) -> Iterator[bytes]:
+    """A long-lived body (a watch stream) inflated into pieces of at most ``piece_bytes``,
+    however much a compressed chunk inflates to; no cap on the total (the consumer bounds
+    what it keeps). Raises ``BodyTooSlow`` once ``deadline`` (``time.monotonic``) passes."""
+    encoding = (header(response, "Content-Encoding") or "").strip().lower()
+    if encoding in ("", "identity"):
+        inflate = None
+    elif encoding in ("gzip", "x-gzip"):
+        inflate = zlib.decompressobj(wbits=31)
+    elif encoding == "deflate":
+        inflate = zlib.decompressobj()
+    else:
+        raise BodyError(f"unsupported Content-Encoding {encoding!r}")
+    for chunk in raw_chunks(response):
+        if inflate is None:
+            yield chunk
+        else:
+            data = chunk
+            while data:
+                try:
+                    piece = inflate.decompress(data, piece_bytes)
+                except zlib.error as error:
+                    raise BodyError(f"corrupt compressed body: {error}") from None
+                data = inflate.unconsumed_tail
+                if piece:
+                    yield piece
+        if deadline is not None and time.monotonic() > deadline:
+            raise BodyTooSlow("the response was still open at its deadline")

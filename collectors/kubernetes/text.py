@@ -116,3 +116,9 @@ def split_page(body: bytes, resource: str) -> SplitPage:
         return SplitPage(body, [])
     rebuilt = b'{"metadata":' + bytes(head.metadata) + b',"items":[' + b",".join(keep) + b"]}"
     return SplitPage(rebuilt, rejected)
+
+
+def sanitised(raw: bytes) -> bytes:
+    """``raw`` with invalid UTF-8 replaced (U+FFFD) and lone surrogate escapes neutralised:
+    decodable, to read an event's type and resourceVersion; never stored."""
+    return LONE_SURROGATE.sub(_PLACEHOLDER, raw.decode("utf-8", "replace").encode("utf-8"))
