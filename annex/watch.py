@@ -277,6 +277,7 @@ class WatchService:
     def _current_resource_version(self, name: str) -> int | None:
         """The server's resourceVersion now, from a one-item list (the cheapest consistent
         read); None when it is not a number (then --once stops at the first quiet moment)."""
+        from collectors.http_body import BodyError, read_body
         from collectors.kubernetes.builder import read_page
         from collectors.kubernetes.history import resource
 
@@ -287,8 +288,21 @@ class WatchService:
                 self.settings.kubernetes.request_timeout_seconds,
             ),
         )
+        kube = self.settings.kubernetes
         try:
-            page = read_page(response.data)
+            body = read_body(
+                response,
+                max_bytes=kube.max_response_bytes,
+                deadline=time.monotonic() + kube.response_deadline_seconds,
+            )
+            page = read_page(body)
+        except BodyError as exc:
+            response.close()
+            raise CollectionError(
+                f"reading the resourceVersion of {name} in cluster {self.cluster}: {exc.message}",
+                hint="the API server (or a proxy) answers too slowly or too much; see "
+                "kubernetes.response_deadline_seconds and kubernetes.max_response_bytes",
+            ) from None
         finally:
             response.release_conn()
         rv = page.metadata.resource_version

@@ -18,6 +18,7 @@ correct; at most ``window`` pages are in flight, so memory stays bounded by the 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -32,6 +33,7 @@ from annex.errors import CollectionError
 from collectors.kubernetes import objects
 from collectors.kubernetes.decode import DECODERS, DecodeContext, Rejection, ResourceDecoder
 from collectors.kubernetes.text import needs_split, split_page
+from collectors.workers import die_with_parent
 
 if TYPE_CHECKING:  # the worker process must not import the kubernetes client
     from collectors.kubernetes.listing import Page
@@ -90,8 +92,9 @@ _worker: _Decoders | None = None
 """The worker process's decoders (set by its initializer)."""
 
 
-def _start_worker(context: DecodeContext) -> None:
+def _start_worker(context: DecodeContext, parent_pid: int | None = None) -> None:
     global _worker
+    die_with_parent(parent_pid)  # no orphan when the collector is killed (kill -9)
     _worker = _Decoders(context)
 
 
@@ -117,7 +120,7 @@ class PageBuilder:
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start_worker,
-                initargs=(context,),
+                initargs=(context, os.getpid()),
             )
 
     def __enter__(self) -> PageBuilder:
