@@ -39,20 +39,66 @@ class BodyTooSlow(BodyError):
     """The body did not arrive in full before the deadline."""
 
 
+class _Inflate:
+    """A ``Content-Encoding`` (gzip, deflate or none) inflated incrementally, ``limit`` bytes
+    of output per call at most; gzip may come as several members, one after the other."""
+
+    def __init__(self, encoding: str | None) -> None:
+        encoding = (encoding or "").strip().lower()
+        if encoding in ("", "identity"):
+            self.wbits: int | None = None
+        elif encoding in ("gzip", "x-gzip"):
+            self.wbits = 31
+        elif encoding == "deflate":
+            self.wbits = 15
+        else:
+            raise BodyError(f"unsupported Content-Encoding {encoding!r}")
+        self._z = zlib.decompressobj(wbits=self.wbits) if self.wbits is not None else None
+        self.pending = b""
+        """Input not inflated yet (the caller asked for less output than it holds)."""
+
+    def take(self, data: bytes, limit: int) -> bytes:
+        """Inflate ``pending + data`` into at most ``limit`` bytes; the rest stays pending."""
+        if self._z is None:
+            return data
+        data = self.pending + data if self.pending else data
+        self.pending = b""
+        parts: list[bytes] = []
+        size = 0
+        try:
+            while data and size < limit:
+                out = self._z.decompress(data, limit - size)
+                parts.append(out)
+                size += len(out)
+                if self._z.eof:
+                    # Whatever follows the end of a gzip member is the next member (at the
+                    # end, ``unused_data`` holds the rest of the input; ``unconsumed_tail``
+                    # repeats it).
+                    data = self._z.unused_data
+                    if data and self.wbits != 31:
+                        raise BodyError("data after the end of the compressed body")
+                    if data:
+                        self._z = zlib.decompressobj(wbits=31)
+                else:
+                    data = self._z.unconsumed_tail
+                    if not out:
+                        break
+        except zlib.error as error:
+            raise BodyError(f"corrupt compressed body: {error}") from None
+        self.pending = data
+        return b"".join(parts) if len(parts) != 1 else parts[0]
+
+    def finish(self) -> None:
+        if self._z is not None and (not self._z.eof or self.pending):
+            raise BodyError("compressed body ends early (the connection dropped?)")
+
+
 class CappedInflater:
     """Inflates a ``Content-Encoding`` (gzip, deflate or none) incrementally, refusing to
     produce more than ``max_bytes`` in all."""
 
     def __init__(self, encoding: str | None, max_bytes: int) -> None:
-        encoding = (encoding or "").strip().lower()
-        if encoding in ("", "identity"):
-            self._inflate = None
-        elif encoding in ("gzip", "x-gzip"):
-            self._inflate = zlib.decompressobj(wbits=31)
-        elif encoding == "deflate":
-            self._inflate = zlib.decompressobj()
-        else:
-            raise BodyError(f"unsupported Content-Encoding {encoding!r}")
+        self._inflate = _Inflate(encoding)
         self.max_bytes = max_bytes
         self.size = 0
         """Bytes produced so far (inflated)."""
@@ -61,24 +107,15 @@ class CappedInflater:
     def feed(self, chunk: bytes) -> bytes:
         """The inflated bytes of ``chunk``; raises ``BodyTooLarge`` past the cap."""
         self.wire_bytes += len(chunk)
-        if self._inflate is None:
-            out = chunk
-        else:
-            try:
-                out = self._inflate.decompress(chunk, self.max_bytes - self.size + 1)
-            except zlib.error as error:
-                raise BodyError(f"corrupt compressed body: {error}") from None
-            if self._inflate.unconsumed_tail:
-                self._too_large()
+        out = self._inflate.take(chunk, self.max_bytes - self.size + 1)
         self.size += len(out)
-        if self.size > self.max_bytes:
-            self._too_large()
+        if self.size > self.max_bytes or self._inflate.pending:
+            self._too_large()  # the output stopped at the cap with input left over
         return out
 
     def finish(self) -> None:
         """Raises ``BodyError`` when a compressed body ended before its end marker."""
-        if self._inflate is not None and not self._inflate.eof:
-            raise BodyError("compressed body ends early (the connection dropped?)")
+        self._inflate.finish()
 
     def _too_large(self) -> None:
         raise BodyTooLarge(
@@ -143,27 +180,11 @@ def inflated_pieces(
     """A long-lived body (a watch stream) inflated into pieces of at most ``piece_bytes``,
     however much a compressed chunk inflates to; no cap on the total (the consumer bounds
     what it keeps). Raises ``BodyTooSlow`` once ``deadline`` (``time.monotonic``) passes."""
-    encoding = (header(response, "Content-Encoding") or "").strip().lower()
-    if encoding in ("", "identity"):
-        inflate = None
-    elif encoding in ("gzip", "x-gzip"):
-        inflate = zlib.decompressobj(wbits=31)
-    elif encoding == "deflate":
-        inflate = zlib.decompressobj()
-    else:
-        raise BodyError(f"unsupported Content-Encoding {encoding!r}")
+    inflate = _Inflate(header(response, "Content-Encoding"))
     for chunk in raw_chunks(response):
-        if inflate is None:
-            yield chunk
-        else:
-            data = chunk
-            while data:
-                try:
-                    piece = inflate.decompress(data, piece_bytes)
-                except zlib.error as error:
-                    raise BodyError(f"corrupt compressed body: {error}") from None
-                data = inflate.unconsumed_tail
-                if piece:
-                    yield piece
+        piece = inflate.take(chunk, piece_bytes)
+        while piece:
+            yield piece
+            piece = inflate.take(b"", piece_bytes) if inflate.pending else b""
         if deadline is not None and time.monotonic() > deadline:
             raise BodyTooSlow("the response was still open at its deadline")

@@ -37,6 +37,10 @@ _PLACEHOLDER = b"\\ufffd"
 """Same length as a surrogate escape: a sanitised copy keeps every item's offsets."""
 
 
+def _placeholder(match: re.Match[bytes]) -> bytes:
+    return _PLACEHOLDER  # (a function: a replacement template would read "\\u" as an escape)
+
+
 class _Head(msgspec.Struct, gc=False):
     metadata: msgspec.Raw = msgspec.field(default_factory=lambda: msgspec.Raw(b"{}"))
     items: list[msgspec.Raw] = []
@@ -90,7 +94,7 @@ def split_page(body: bytes, resource: str) -> SplitPage:
 
     Raises ``msgspec.DecodeError`` when the page is not JSON even so (truncated: re-fetched).
     """
-    sanitised = LONE_SURROGATE.sub(_PLACEHOLDER, body)
+    sanitised = LONE_SURROGATE.sub(_placeholder, body)
     head = _HEAD.decode(sanitised)
     keep: list[bytes] = []
     rejected: list[Rejection] = []
@@ -121,4 +125,4 @@ def split_page(body: bytes, resource: str) -> SplitPage:
 def sanitised(raw: bytes) -> bytes:
     """``raw`` with invalid UTF-8 replaced (U+FFFD) and lone surrogate escapes neutralised:
     decodable, to read an event's type and resourceVersion; never stored."""
-    return LONE_SURROGATE.sub(_PLACEHOLDER, raw.decode("utf-8", "replace").encode("utf-8"))
+    return LONE_SURROGATE.sub(_placeholder, raw.decode("utf-8", "replace").encode("utf-8"))
