@@ -35,6 +35,7 @@ class FetchedCollection:
         self.folder = Path(tempfile.mkdtemp(prefix=prefix, dir=folder))
         self._writers: dict[str, pa.ipc.RecordBatchStreamWriter] = {}
         self._sinks: dict[str, pa.OSFile] = {}
+        self._schemas: dict[str, pa.Schema] = {}
         self._order: list[str] = []
         self.error: Exception | None = None
         self.batches = 0
@@ -89,9 +90,11 @@ class FetchedCollection:
     def add(self, table: str, batch: pa.RecordBatch) -> None:
         """Spool one batch (every batch of a table is cast to the table's first schema)."""
         writer = self._writers.get(table)
-        if writer is not None and not batch.schema.equals(writer.schema):
-            batch = batch.select(writer.schema.names).cast(writer.schema)  # same table, one schema
+        schema = self._schemas.get(table)
+        if schema is not None and not batch.schema.equals(schema):
+            batch = batch.select(schema.names).cast(schema)  # one table, one schema
         if writer is None:
+            self._schemas[table] = batch.schema
             sink = self._sinks[table] = pa.OSFile(str(self._path(table)), "wb")
             writer = self._writers[table] = pa.ipc.new_stream(sink, batch.schema, options=_OPTIONS)
         writer.write_batch(batch)
