@@ -73,7 +73,8 @@ def test_a_watch_event_of_invalid_text_moves_on_with_its_problem():
 def test_watch_mode_keeps_an_event_of_invalid_text_as_rejected():
     from collectors.kubernetes.history import _Buffer
 
-    line = b'{"type":"ADDED","object":{"metadata":{"name":"j\xfcrgen","uid":"u","resourceVersion":"9"}}}'
+    line = b'{"type":"ADDED","object":{"metadata":{"name":"j\xfcrgen","uid":"u",'
+    line += b'"resourceVersion":"9"}}}'
     buffer = _Buffer()
     buffer.add(parse_event(line), 0.0)
     assert not buffer.by_uid and buffer.events == 1
