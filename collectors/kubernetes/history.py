@@ -384,7 +384,11 @@ class ResourceHistory:
         table, path = self.resource.table, self.resource.api_path
 
         def fetch(snapshot: HistorySnapshot) -> Iterator[SnapshotPage]:
-            return self._snapshot_pages(snapshot, deadline)
+            # A streaming list is bounded like a paged one (whose Lister has its own deadline).
+            bound = self.clock() + self.settings.list_deadline_seconds
+            return self._snapshot_pages(
+                snapshot, bound if deadline is None else min(deadline, bound)
+            )
 
         return HistorySnapshot(table, path, fetch)
 
@@ -496,9 +500,10 @@ class ResourceHistory:
             events.close()
         raise CollectionError(
             f"the streaming list of {self.resource.table} did not reach its end in the time "
-            "allowed",
-            hint="rerun; on a slow API server give `annex watch --once` more time or run "
-            "`annex watch` as a service",
+            f"allowed (at most kubernetes.list_deadline_seconds = "
+            f"{self.settings.list_deadline_seconds:g} s)",
+            hint="rerun; on a slow API server give `annex watch --once` more time, run "
+            "`annex watch` as a service, or raise kubernetes.list_deadline_seconds",
         )
 
     def _snapshot_page(
