@@ -2,7 +2,9 @@
 
 The one place that wires ``collectors.kubernetes`` to ``warehouse.load_collection``; the CLI
 (``annex collect cluster``, ``annex demo``) and the Dagster asset ``cluster_inventory`` both
-call it, so a collection behaves the same whoever starts it.
+call it, so a collection behaves the same whoever starts it. The lists are fetched first, to a
+local spool (``collectors.fetched``), and the warehouse's writer lock is taken only to load
+them: no writer waits on an API server.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from annex.settings import ClusterSettings, Settings
+from collectors.fetched import FetchedCollection
 from collectors.kubernetes import api_client_for, collect_cluster
 from warehouse import CollectionResult, Warehouse, load_collection
 from warehouse.models.kubernetes import KUBERNETES_MODEL
@@ -46,21 +49,26 @@ def collect_cluster_inventory(
     profile = target.topology_profile or settings.kubernetes.topology_profile
     levels = settings.topology_levels(profile)
     api = cluster_api(settings, target)
-    try:
-        batches = collect_cluster(
-            api,
-            cluster=target.name,
-            settings=settings.kubernetes,
-            topology_levels=levels,
-            on_page=on_page,
-        )
+    with FetchedCollection(prefix="annex-k8s-") as fetched:
+        try:
+            # The network part, without the writer lock: every list, to a local spool.
+            fetched.fetch(
+                collect_cluster(
+                    api,
+                    cluster=target.name,
+                    settings=settings.kubernetes,
+                    topology_levels=levels,
+                    on_page=on_page,
+                )
+            )
+        finally:
+            api.close()
+        # The lock is taken only to load what was fetched (or to record why it failed).
         return load_collection(
             wh,
             KUBERNETES_MODEL,
             cluster=target.name,
-            batches=batches,
+            batches=fetched.replay(),
             on_wait=on_wait,
             publish=publish,
         )
-    finally:
-        api.close()

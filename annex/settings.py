@@ -132,6 +132,15 @@ class KubernetesSettings:
     max_backoff_seconds: float = 30.0
     topology_profile: str = "generic"
     balloons: BalloonRule = field(default_factory=BalloonRule)
+    list_deadline_seconds: float = 900.0
+    """The most one list may take, all its pages, retries and waits included; past it the
+    collection fails (and never holds the writer lock meanwhile: the lock is taken to load)."""
+    response_deadline_seconds: float = 300.0
+    """The most one response body may take to arrive whole: a body trickled slower fails (a
+    read timeout alone never fires while a byte arrives now and then)."""
+    max_response_bytes: int = 256 * 1024 * 1024
+    """The most one list page (or one watch event) may inflate to: gzip is inflated as a stream
+    and refused past this, so a small compressed body cannot exhaust memory."""
 
 
 @dataclass(frozen=True)
@@ -638,6 +647,15 @@ def _validate(
         max_backoff_seconds=k8s.number("max_backoff_seconds", float, 30.0, minimum=0, maximum=600),
         topology_profile=k8s.get("topology_profile", str, "generic"),
         balloons=balloons,
+        list_deadline_seconds=k8s.number(
+            "list_deadline_seconds", float, 900.0, minimum=1, maximum=86_400
+        ),
+        response_deadline_seconds=k8s.number(
+            "response_deadline_seconds", float, 300.0, minimum=1, maximum=86_400
+        ),
+        max_response_bytes=k8s.number(
+            "max_response_bytes", int, 256 * 1024 * 1024, minimum=1 << 16, maximum=1 << 34
+        ),
     )
     if kubernetes.topology_profile not in profiles:
         raise k8s.error(

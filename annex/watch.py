@@ -4,8 +4,9 @@ Hourly snapshots miss pods that start and finish between them. ``WatchService`` 
 nodes, jobs and events of one cluster (``collectors.kubernetes.history``) and commits each
 batch of changes with its resume point (``warehouse.models.watch.commit_batch``), taking the
 warehouse's writer lock only for each commit, so collections, Dagster runs and publishes go on
-beside it. A list (the first, and each relist after a 410) is one such commit, streamed page
-by page into it (``commit_snapshot``): memory stays one page, whatever the cluster's size.
+beside it. A list (the first, and each relist after a 410) is one such commit: fetched to a
+local spool page by page first (memory stays one page, whatever the cluster's size), then
+staged and committed under the lock, which is never held while waiting on the API server.
 
 * ``catch_up()`` (``annex watch --once``): for each resource, from its committed cursor (or a
   list), until the watch reaches the resourceVersion the API server had when it started; then
@@ -239,9 +240,9 @@ class WatchService:
         the warehouse costs more than a small commit; the lock is still held only for these
         commits, milliseconds each).
 
-        A snapshot (a list) is fetched while it is committed, page by page, so the lock is held
-        for the list's few seconds (``warehouse.models.watch`` says why that is the right
-        trade); the other resources' batches wait in the queue meanwhile, in order."""
+        A snapshot (a list) arrives already fetched (``HistorySnapshot.prefetch``, in the
+        resource's own thread): the lock is held to stage and commit it, not while it
+        downloads."""
         from warehouse.models.watch import commit_batch, commit_snapshot
 
         with self.warehouse.writer(on_wait=log.warning) as con:
@@ -276,6 +277,7 @@ class WatchService:
     def _current_resource_version(self, name: str) -> int | None:
         """The server's resourceVersion now, from a one-item list (the cheapest consistent
         read); None when it is not a number (then --once stops at the first quiet moment)."""
+        from collectors.http_body import BodyError, read_body
         from collectors.kubernetes.builder import read_page
         from collectors.kubernetes.history import resource
 
@@ -286,8 +288,21 @@ class WatchService:
                 self.settings.kubernetes.request_timeout_seconds,
             ),
         )
+        kube = self.settings.kubernetes
         try:
-            page = read_page(response.data)
+            body = read_body(
+                response,
+                max_bytes=kube.max_response_bytes,
+                deadline=time.monotonic() + kube.response_deadline_seconds,
+            )
+            page = read_page(body)
+        except BodyError as exc:
+            response.close()
+            raise CollectionError(
+                f"reading the resourceVersion of {name} in cluster {self.cluster}: {exc.message}",
+                hint="the API server (or a proxy) answers too slowly or too much; see "
+                "kubernetes.response_deadline_seconds and kubernetes.max_response_bytes",
+            ) from None
         finally:
             response.release_conn()
         rv = page.metadata.resource_version

@@ -18,11 +18,12 @@ correct; at most ``window`` pages are in flight, so memory stays bounded by the 
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -31,6 +32,8 @@ import pyarrow as pa
 from annex.errors import CollectionError
 from collectors.kubernetes import objects
 from collectors.kubernetes.decode import DECODERS, DecodeContext, Rejection, ResourceDecoder
+from collectors.kubernetes.text import needs_split, split_page
+from collectors.workers import die_with_parent
 
 if TYPE_CHECKING:  # the worker process must not import the kubernetes client
     from collectors.kubernetes.listing import Page
@@ -46,18 +49,26 @@ class RawPage:
     items: list[msgspec.Raw]
     """The items, undecoded (only their count is used here)."""
     body: bytes
+    rejected: list[Rejection] = field(default_factory=list)
+    """Objects cut out of the page before decoding (invalid text: ``text``)."""
 
 
 _HEAD = msgspec.json.Decoder(objects.RawList)
 
 
-def read_page(body: bytes) -> RawPage:
+def read_page(body: bytes, resource: str = "object") -> RawPage:
     """Skip-parse a page: its list metadata and item count, and proof it is complete JSON.
 
-    Raises ``msgspec.DecodeError`` for a truncated or corrupted body, so the lister re-fetches.
+    Objects whose text is not valid Unicode (``text``) are cut out and rejected here, so that
+    they cost neither the page nor the collection. Raises ``msgspec.DecodeError`` for a
+    truncated or corrupted body, so the lister re-fetches.
     """
+    rejected: list[Rejection] = []
+    if needs_split(body):
+        split = split_page(body, resource)
+        body, rejected = split.body, split.rejected
     head = _HEAD.decode(body)
-    return RawPage(head.metadata, head.items, body)
+    return RawPage(head.metadata, head.items, body, rejected)
 
 
 # -- building ---------------------------------------------------------------------------------
@@ -81,8 +92,9 @@ _worker: _Decoders | None = None
 """The worker process's decoders (set by its initializer)."""
 
 
-def _start_worker(context: DecodeContext) -> None:
+def _start_worker(context: DecodeContext, parent_pid: int | None = None) -> None:
     global _worker
+    die_with_parent(parent_pid)  # no orphan when the collector is killed (kill -9)
     _worker = _Decoders(context)
 
 
@@ -108,7 +120,7 @@ class PageBuilder:
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start_worker,
-                initargs=(context,),
+                initargs=(context, os.getpid()),
             )
 
     def __enter__(self) -> PageBuilder:
@@ -126,27 +138,30 @@ class PageBuilder:
         """The (batch, rejections) of each page of ``pages``, in order."""
         if self._local is not None:
             for page in pages:
-                yield self._local.build(table, page.decoded.body, page.attempt)
+                batch, rejected = self._local.build(table, page.decoded.body, page.attempt)
+                yield batch, page.decoded.rejected + rejected
             return
         assert self._executor is not None, "builder closed"
-        pending: deque[Future[Built]] = deque()
+        pending: deque[tuple[Future[Built], list[Rejection]]] = deque()
         try:
             for page in pages:
-                pending.append(
-                    self._executor.submit(_build_in_worker, table, page.decoded.body, page.attempt)
+                future = self._executor.submit(
+                    _build_in_worker, table, page.decoded.body, page.attempt
                 )
+                pending.append((future, page.decoded.rejected))
                 if len(pending) >= self.window:
-                    yield self._result(pending.popleft(), table)
+                    yield self._result(*pending.popleft(), table)
             while pending:
-                yield self._result(pending.popleft(), table)
+                yield self._result(*pending.popleft(), table)
         finally:
-            for future in pending:
+            for future, _ in pending:
                 future.cancel()
 
     @staticmethod
-    def _result(future: Future[Built], table: str) -> Built:
+    def _result(future: Future[Built], cut: list[Rejection], table: str) -> Built:
         try:
-            return future.result()
+            batch, rejected = future.result()
+            return batch, cut + rejected
         except BrokenProcessPool as exc:
             raise CollectionError(
                 f"the process decoding {table} pages stopped unexpectedly ({exc})",

@@ -10,6 +10,7 @@ resourceVersion, consistency, pages, retries, latency). Table names and schemas:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -95,7 +96,8 @@ def collect_cluster(
                     resource.table, resource.api_path, settings.page_size, utc_now()
                 )
                 records.append(record)
-                pages = lister.pages(resource.method(api), record, read_page, on_page)
+                read = functools.partial(read_page, resource=resource.table)
+                pages = lister.pages(resource.method(api), record, read, on_page)
                 for batch, rejected in builder.build(resource.table, pages):
                     if batch.num_rows:
                         yield resource.table, batch

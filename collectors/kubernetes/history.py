@@ -6,10 +6,10 @@ transaction together with the resourceVersion it reaches (``resource_version``),
 from the committed cursor neither loses nor repeats a change:
 
 1. no cursor (first start, or after a 410): a ``HistorySnapshot``, a consistent list at
-   resourceVersion X that is *streamed*: its ``pages()`` fetch the list page by page while the
-   warehouse stages each page inside the one transaction that commits the whole list with its
-   cursor (``warehouse.models.watch.commit_snapshot``); objects the warehouse knew that the
-   list lacks are gone. Memory is one page (``kubernetes.page_size`` objects), never the
+   resourceVersion X, fetched page by page to a local spool, whose ``pages()`` the warehouse
+   then stages inside the one transaction that commits the whole list with its cursor
+   (``warehouse.models.watch.commit_snapshot``); objects the warehouse knew that the list
+   lacks are gone. Memory is one page (``kubernetes.page_size`` objects), never the
    cluster: 75,000 pods held at once cost about 1.6 GiB. The list is a streaming list
    (``sendInitialEvents``, WatchList: the initial ADDED events are cut into pages of the same
    size) when the server supports it, else the paged list of ``listing.Lister``. A 410 on a
@@ -22,10 +22,10 @@ from the committed cursor neither loses nor repeats a change:
    cursor itself advances, so a restart resumes from there, not from an older point);
 3. 410 Expired (HTTP or in-stream ERROR): back to 1.
 
-The snapshot is yielded *before* it is fetched, and ``batches`` goes on to the watch only once
-its consumer has read ``pages()`` to the end (in another thread if need be: ``annex watch``
-commits in its main thread what per-resource threads yield), so the list is fetched while the
-warehouse's writer lock is held and commits stay in order.
+``batches`` fetches the snapshot to a local spool first (``HistorySnapshot.prefetch``), then
+yields it, and goes on to the watch only once its consumer has read ``pages()`` to the end (in
+another thread if need be: ``annex watch`` commits in its main thread what per-resource threads
+yield), so the writer lock is never held while the list downloads, and commits stay in order.
 
 A batch carries, per object, its last state in the batch (later states of an object carry
 everything earlier ones did: scheduling, start and finish times only ever get set), whether it
@@ -48,6 +48,7 @@ from kubernetes.client import ApiClient
 
 from annex.errors import CollectionError
 from annex.settings import KubernetesSettings
+from collectors.fetched import FetchedCollection
 from collectors.kubernetes import schema
 from collectors.kubernetes.builder import read_page
 from collectors.kubernetes.collect import RESOURCES, Resource, lists_batch
@@ -185,9 +186,38 @@ class HistorySnapshot:
         """Set when ``pages()`` ends, read to the end or not."""
         self._fetch = fetch
         self._read = False
+        self._spool: FetchedCollection | None = None
+        self._layout: list[tuple[bool, bool, bool]] = []
+        """Per spooled page: (first, has pods, has rejected)."""
+
+    def prefetch(self) -> None:
+        """Fetch the whole list now, into a local spool (``collectors.fetched``), so that
+        ``pages()`` only reads it back: its consumer then commits it under the writer lock
+        without waiting on the API server. Memory stays one page. A list restarted midway
+        (its page marked ``first`` again) drops what was spooled of the abandoned attempt.
+        Raises what the API server's refusal or failure raises."""
+        spool = FetchedCollection(prefix="annex-watch-")
+        layout: list[tuple[bool, bool, bool]] = []
+        try:
+            for page in self._fetch(self):
+                if page.first and layout:
+                    spool.close()
+                    spool, layout = FetchedCollection(prefix="annex-watch-"), []
+                spool.add("objects", page.objects)
+                if page.pods is not None:
+                    spool.add("pods", page.pods)
+                if page.rejected is not None:
+                    spool.add("rejected", page.rejected)
+                layout.append((page.first, page.pods is not None, page.rejected is not None))
+            spool.finish()
+        except BaseException:
+            spool.close()
+            raise
+        self._spool, self._layout = spool, layout
 
     def pages(self) -> Generator[SnapshotPage, None, None]:
-        """The list, page by page; raises what the API server's refusal or failure raises."""
+        """The list, page by page (from the spool once ``prefetch``ed, else streamed from the
+        API server); raises what the API server's refusal or failure raises."""
         if self._read:
             raise CollectionError(
                 f"the snapshot of {self.resource} was already read",
@@ -195,10 +225,23 @@ class HistorySnapshot:
             )
         self._read = True
         try:
-            yield from self._fetch(self)
+            if self._spool is None:
+                yield from self._fetch(self)
+            else:
+                yield from self._replay(self._spool)
             self.complete = True
         finally:
+            if self._spool is not None:
+                self._spool.close()
             self.finished.set()
+
+    def _replay(self, spool: FetchedCollection) -> Iterator[SnapshotPage]:
+        batches = (batch for _, batch in spool.replay())
+        for first, has_pods, has_rejected in self._layout:
+            objects = next(batches)
+            pods = next(batches) if has_pods else None
+            rejected = next(batches) if has_rejected else None
+            yield SnapshotPage(objects, pods, rejected, first)
 
 
 class _Meta(msgspec.Struct, rename="camel", gc=False):
@@ -242,6 +285,9 @@ class _Buffer:
         if self.first_at is None:
             self.first_at = now
         self.events += 1
+        if event.problem is not None:
+            self.rejected.append(_invalid_text(event))
+            return
         uid = _OBJECT.decode(event.raw).metadata.uid
         if not uid:
             self.rejected.append(_no_uid(event.type, event.raw))
@@ -306,6 +352,9 @@ class ResourceHistory:
             try:
                 if rv is None:
                     snapshot = self.snapshot(deadline=deadline)
+                    # Fetched here, before it is handed over: whoever commits it holds the
+                    # writer lock only to stage and commit, never while the list downloads.
+                    snapshot.prefetch()
                     yield snapshot
                     while not snapshot.finished.wait(SNAPSHOT_WAIT_SECONDS):
                         if stop is not None and stop():
@@ -335,7 +384,11 @@ class ResourceHistory:
         table, path = self.resource.table, self.resource.api_path
 
         def fetch(snapshot: HistorySnapshot) -> Iterator[SnapshotPage]:
-            return self._snapshot_pages(snapshot, deadline)
+            # A streaming list is bounded like a paged one (whose Lister has its own deadline).
+            bound = self.clock() + self.settings.list_deadline_seconds
+            return self._snapshot_pages(
+                snapshot, bound if deadline is None else min(deadline, bound)
+            )
 
         return HistorySnapshot(table, path, fetch)
 
@@ -393,7 +446,12 @@ class ResourceHistory:
                 )
             raws = [bytes(item) for item in page.decoded.items]
             yield self._snapshot_page(
-                raws, decoder, page.attempt, first=page.number == 1, body=page.decoded.body
+                raws,
+                decoder,
+                page.attempt,
+                first=page.number == 1,
+                body=page.decoded.body,
+                cut=page.decoded.rejected,
             )
         snapshot.resource_version = record.resource_version or ""
         snapshot.events = record.items
@@ -415,32 +473,37 @@ class ResourceHistory:
         watcher = self._watcher()
         decoder = PodDecoder(self.context)
         pending: list[bytes] = []
+        cut: list[Rejection] = []
         first = True
         objects = 0
         events = watcher.events(None, send_initial_events=True, deadline=deadline)
         try:
             for event in events:
                 if event.initial_events_end:
-                    if pending or first:
-                        yield self._snapshot_page(pending, decoder, 0, first=first)
+                    if pending or first or cut:
+                        yield self._snapshot_page(pending, decoder, 0, first=first, cut=cut)
                     snapshot.resource_version = event.resource_version
                     snapshot.events = objects
                     snapshot.requests = self._new_requests()
                     return
                 if event.type == "BOOKMARK":
                     continue
+                if event.problem is not None:
+                    cut.append(_invalid_text(event))
+                    continue
                 pending.append(event.raw)
                 objects += 1
                 if len(pending) >= self.settings.page_size:
-                    yield self._snapshot_page(pending, decoder, 0, first=first)
-                    pending, first = [], False
+                    yield self._snapshot_page(pending, decoder, 0, first=first, cut=cut)
+                    pending, first, cut = [], False, []
         finally:
             events.close()
         raise CollectionError(
             f"the streaming list of {self.resource.table} did not reach its end in the time "
-            "allowed",
-            hint="rerun; on a slow API server give `annex watch --once` more time or run "
-            "`annex watch` as a service",
+            f"allowed (at most kubernetes.list_deadline_seconds = "
+            f"{self.settings.list_deadline_seconds:g} s)",
+            hint="rerun; on a slow API server give `annex watch --once` more time, run "
+            "`annex watch` as a service, or raise kubernetes.list_deadline_seconds",
         )
 
     def _snapshot_page(
@@ -451,8 +514,10 @@ class ResourceHistory:
         *,
         first: bool,
         body: bytes | None = None,
+        cut: list[Rejection] | None = None,
     ) -> SnapshotPage:
-        """One page's rows; ``body`` is the page as the server sent it, when there is one."""
+        """One page's rows; ``body`` is the page as the server sent it, when there is one;
+        ``cut``: objects already cut out of it (``text``), to keep as rejected."""
         now = utc_now()
         count = len(raws)
         objects = _objects_batch(raws, [False] * count, [now] * count)
@@ -475,6 +540,7 @@ class ResourceHistory:
             rejections = [
                 _no_uid(None, raw) for raw in raws if not _OBJECT.decode(raw).metadata.uid
             ]
+        rejections = [*(cut or ()), *rejections]
         return SnapshotPage(
             objects, pods, rejected_batch(rejections) if rejections else None, first
         )
@@ -607,6 +673,16 @@ def _no_uid(event_type: str | None, raw: bytes) -> Rejection:
         locator = "watch event without metadata.uid"
         message = f"a {event_type} watch event carries an object without metadata.uid"
     return Rejection(locator, "missing_identity", message, raw[:65536])
+
+
+def _invalid_text(event: WatchEvent) -> Rejection:
+    """An event whose object is not valid Unicode text: rejected, the watch goes on."""
+    return Rejection(
+        f"{event.type} watch event at resourceVersion {event.resource_version or 'unknown'}",
+        "invalid_text",
+        f"a {event.type} watch event was rejected: {event.problem}",
+        event.raw[:65536],
+    )
 
 
 def _objects_batch(

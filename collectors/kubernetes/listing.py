@@ -14,6 +14,18 @@ inside the retry loop so that a truncated body is fetched again. What each statu
 * 401/403: ``ClusterAccessError`` naming the RBAC role annex needs.
 * a page that cannot be read or decoded after the retries: ``CollectionError`` naming the
   resource and page.
+
+What the collector refuses outright (``CollectionError``, no retry: trying again would not
+help, or would only prolong what must end):
+
+* a list that has not finished within ``kubernetes.list_deadline_seconds`` (pages, retries and
+  backoff waits included), or a response body that has not arrived whole within
+  ``kubernetes.response_deadline_seconds`` (a trickled body: each read succeeds, so no read
+  timeout fires);
+* a body that inflates past ``kubernetes.max_response_bytes`` (gzip is inflated as a stream
+  with that cap: a small compressed body cannot exhaust memory);
+* a ``continue`` token the server already returned in this list (the list would loop);
+* a 200 answer that is not a Kubernetes API response (an HTML proxy or login page).
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ from kubernetes.client.exceptions import ApiException
 
 from annex.errors import ClusterAccessError, CollectionError
 from annex.settings import KubernetesSettings
+from collectors.http_body import BodyError, BodyTooLarge, BodyTooSlow, header, read_body
 from collectors.kubernetes import objects
 
 RBAC_HINT = (
@@ -104,7 +117,7 @@ def utc_now() -> datetime:
 class Lister:
     """Runs paged lists against one API server with the retry policy from the settings.
 
-    ``sleep`` and ``jitter`` are injectable so that tests can observe the waits.
+    ``sleep``, ``jitter`` and ``clock`` are injectable so that tests can observe the waits.
     """
 
     def __init__(
@@ -113,10 +126,12 @@ class Lister:
         *,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.sleep = sleep
         self.jitter = jitter
+        self.clock = clock
 
     def pages(
         self,
@@ -129,10 +144,12 @@ class Lister:
         token: str | None = None
         attempt = 0
         number = 0
+        deadline = self.clock() + self.settings.list_deadline_seconds
+        seen_tokens: set[str] = set()
         while True:
             number += 1
             try:
-                decoded = self._fetch(call, record, decode, token, number)
+                decoded = self._fetch(call, record, decode, token, number, deadline)
             except _Expired as expired:
                 if record.restarts < self.settings.max_list_restarts:
                     # Start over for a consistent snapshot; rows of the abandoned attempt are
@@ -140,6 +157,7 @@ class Lister:
                     record.restarts += 1
                     attempt += 1
                     token, number = None, 0
+                    seen_tokens.clear()
                     record.pages = record.items = 0
                     continue
                 if not expired.token:
@@ -173,6 +191,14 @@ class Lister:
             if not meta.continue_:
                 record.finished_at = utc_now()
                 return
+            if meta.continue_ in seen_tokens:
+                raise CollectionError(
+                    f"listing {record.resource}: the API server returned the same continue "
+                    f"token twice (after page {number}), so the list would never end",
+                    hint="the API server or a proxy in front of it is misbehaving (a cache "
+                    "serving a stale page?); list again later, or bypass the proxy",
+                )
+            seen_tokens.add(meta.continue_)
             token = meta.continue_
 
     def _fetch(
@@ -182,17 +208,20 @@ class Lister:
         decode: Callable[[bytes], T],
         token: str | None,
         number: int,
+        deadline: float,
     ) -> T:
         """One page, retried; raises ``_Expired`` on 410."""
         failures = 0
         while True:
+            self._check_deadline(record, number, deadline)
             started = time.perf_counter()
             try:
-                body = self._request(call, token)
+                body, content_type = self._request(call, token, record, number, deadline)
                 # The API server's latency as a client sees it: request to last byte, before
                 # annex's own decoding (reported against the LIST SLO).
                 record.latencies.append(time.perf_counter() - started)
                 record.response_bytes += len(body)
+                refuse_foreign_body(body, content_type, f"listing {record.resource}")
                 return decode(body)
             except ApiException as exc:
                 record.latencies.append(time.perf_counter() - started)
@@ -246,30 +275,117 @@ class Lister:
                     f"{failures + 1} attempts: {problem}",
                     hint="the API server is overloaded or failing; retry later",
                 )
-            self.sleep(self._delay(failures, retry_after))
+            delay = self._delay(failures, retry_after)
+            if self.clock() + delay > deadline:
+                raise self._too_long(record, number, f"the next retry ({problem}) would start")
+            self.sleep(delay)
             failures += 1
             record.retries += 1
 
-    def _request(self, call: ListCall, token: str | None) -> bytes:
+    def _request(
+        self, call: ListCall, token: str | None, record: ListRecord, number: int, deadline: float
+    ) -> tuple[bytes, str | None]:
+        """One GET: the page's body (inflated) and its ``Content-Type``."""
         settings = self.settings
+        remaining = max(0.001, deadline - self.clock())
         kwargs: dict[str, Any] = {
             "limit": settings.page_size,
             "_preload_content": False,
             "_request_timeout": (
-                settings.connect_timeout_seconds,
-                settings.request_timeout_seconds,
+                min(settings.connect_timeout_seconds, remaining),
+                min(settings.request_timeout_seconds, remaining),
             ),
         }
         if token:
             kwargs["_continue"] = token
         response = call(**kwargs)
+        body_deadline = min(deadline, self.clock() + settings.response_deadline_seconds)
         try:
-            return response.data
-        finally:
-            response.release_conn()
+            body = read_body(
+                response,
+                max_bytes=settings.max_response_bytes,
+                deadline=body_deadline,
+                clock=self.clock,
+            )
+        except BodyTooSlow as exc:
+            _discard(response)
+            if body_deadline >= deadline:
+                raise self._too_long(record, number, exc.message) from None
+            raise CollectionError(
+                f"listing {record.resource}: page {number} did not arrive within "
+                f"kubernetes.response_deadline_seconds = {settings.response_deadline_seconds:g} "
+                f"s: {exc.message}",
+                hint="the API server (or a proxy) sends the response far too slowly; check "
+                "the network path to it, or raise kubernetes.response_deadline_seconds",
+            ) from None
+        except BodyTooLarge as exc:
+            _discard(response)
+            raise CollectionError(
+                f"listing {record.resource}: page {number} is larger than "
+                f"kubernetes.max_response_bytes = {settings.max_response_bytes} bytes: "
+                f"{exc.message}",
+                hint="a page this large is not a sane list page (a compression bomb?); if "
+                "the objects really are this large, lower kubernetes.page_size or raise "
+                "kubernetes.max_response_bytes",
+            ) from None
+        except BodyError as exc:
+            _discard(response)
+            raise urllib3.exceptions.ProtocolError(exc.message) from None
+        except BaseException:
+            _discard(response)
+            raise
+        response.release_conn()
+        return body, header(response, "Content-Type")
+
+    def _check_deadline(self, record: ListRecord, number: int, deadline: float) -> None:
+        if self.clock() >= deadline:
+            raise self._too_long(record, number, "page " + str(number) + " was due")
+
+    def _too_long(self, record: ListRecord, number: int, what: str) -> CollectionError:
+        limit = self.settings.list_deadline_seconds
+        return CollectionError(
+            f"listing {record.resource} did not finish within kubernetes.list_deadline_seconds "
+            f"= {limit:g} s ({record.pages} pages read; {what})",
+            hint="the API server is too slow or keeps failing; check its health and the "
+            "network path, or raise kubernetes.list_deadline_seconds for a very large cluster",
+        )
 
     def _delay(self, failures: int, retry_after: float | None) -> float:
         return backoff_delay(self.settings, failures, retry_after, self.jitter)
+
+
+def _discard(response: Any) -> None:
+    """Close a response whose body was not read whole: it cannot go back to the pool."""
+    try:
+        response.close()
+    finally:
+        release = getattr(response, "release_conn", None)
+        if release is not None:
+            release()
+
+
+_JSON_TYPES = ("application/json", "application/merged-patch+json")
+
+
+def refuse_foreign_body(body: bytes, content_type: str | None, doing: str) -> None:
+    """Raise ``CollectionError`` when a 2xx body is plainly not the API server's JSON: an
+    HTML page (a login portal, a proxy's error page) or another declared media type. A
+    truncated JSON body is not refused here (it is fetched again)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    start = body[:512].lstrip()
+    html = start[:1] == b"<"
+    foreign = bool(media) and not (media in _JSON_TYPES or media.endswith("+json"))
+    if not (html or foreign):
+        return
+    shown = start[:80].decode("utf-8", "replace").replace("\n", " ")
+    raise CollectionError(
+        f"{doing}: the server answered 200 with {media or 'a body'} that is not a Kubernetes "
+        f"API response (it starts {shown!r})",
+        hint="something other than the API server answered: check the server URL in the "
+        "kubeconfig (it must be the API server, not a dashboard or login page), any HTTP(S) "
+        "proxy in between (HTTPS_PROXY / NO_PROXY), and that the credentials need no "
+        "interactive login",
+    )
 
 
 def backoff_delay(

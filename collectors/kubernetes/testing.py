@@ -9,6 +9,7 @@ faults. Unit tests and the decode benchmark use it; integration tests use the re
 
 from __future__ import annotations
 
+import io
 import json
 import uuid
 from collections.abc import Mapping
@@ -51,6 +52,16 @@ class _Response:
         self.data = body
         self.headers = dict(headers)
         self.released = False
+        self._stream = io.BytesIO(body)
+
+    def read1(self, amt: int = -1, decode_content: bool | None = None) -> bytes:
+        return self._stream.read1(amt)
+
+    def read(self, amt: int | None = None, decode_content: bool | None = None) -> bytes:
+        return self._stream.read(amt)
+
+    def close(self) -> None:
+        self._stream.close()
 
     def getheaders(self) -> dict[str, str]:
         return self.headers

@@ -7,15 +7,27 @@ all come from the client's configuration) and keeps the response unread. The cli
 generations differ here: kubernetes >= 37 separates serialising from sending; kubernetes < 37
 (the legacy generator, which dagster-k8s pins) takes the parts in ``call_api`` and raises
 ``ApiException`` on non-2xx itself. Both are supported.
+
+An error answer's body (a Status, or a proxy's page) is read with a small cap and a deadline,
+as list bodies are (``collectors.http_body``), so that it cannot stall or exhaust annex either
+(with kubernetes >= 37; the legacy client reads it itself).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import urllib3
 from kubernetes.client import ApiClient, ApiException
 
+from collectors.http_body import BodyError, read_body
+
 _HEADERS = {"Accept": "application/json"}
+ERROR_BODY_BYTES = 1 << 20
+"""An error answer's body is kept up to this size (inflated); beyond, it is cut off."""
+ERROR_BODY_SECONDS = 30.0
+"""An error answer's body must arrive within this long, or it is dropped."""
 
 
 def raw_get(
@@ -46,6 +58,21 @@ def raw_get(
     )
     response = api.call_api(*request, _request_timeout=timeout)
     if not 200 <= response.status <= 299:
-        response.read()
+        response.data = _error_body(response.response)
         raise ApiException.from_response(http_resp=response, body=None, data=None)
     return response.response
+
+
+def _error_body(response: Any) -> bytes:
+    """The body of an error answer, capped; empty when it cannot be read within the bounds."""
+    try:
+        body = read_body(
+            response,
+            max_bytes=ERROR_BODY_BYTES,
+            deadline=time.monotonic() + ERROR_BODY_SECONDS,
+        )
+    except (BodyError, OSError, urllib3.exceptions.HTTPError):  # the status says enough
+        response.close()
+        body = b""
+    response.release_conn()
+    return body

@@ -40,6 +40,7 @@ from kubernetes.client import ApiClient, ApiException
 
 from annex.errors import ClusterAccessError, CollectionError
 from annex.settings import KubernetesSettings
+from collectors.http_body import BodyError, BodyTooLarge, inflated_pieces
 from collectors.kubernetes import objects
 from collectors.kubernetes.listing import (
     RBAC_HINT,
@@ -49,6 +50,7 @@ from collectors.kubernetes.listing import (
     status_message,
     utc_now,
 )
+from collectors.kubernetes.text import needs_split, sanitised, text_problem
 from collectors.kubernetes.transport import raw_get
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
@@ -81,6 +83,9 @@ class WatchEvent:
     raw: bytes
     initial_events_end: bool = False
     """True on the BOOKMARK that ends a streaming list's synthetic ADDED events."""
+    problem: str | None = None
+    """Why the object cannot be used (its text is not valid Unicode: ``text``); ``raw`` is then
+    the whole event line as sent, kept for ``audit.rejected``."""
 
 
 @dataclass
@@ -138,9 +143,11 @@ def parse_event(line: bytes) -> WatchEvent:
     """One NDJSON line as a ``WatchEvent``; raises ``WatchExpired`` or ``_Retry`` on ERROR.
 
     Decodes only ``type`` and the object's ``metadata`` (RV, annotations); the object itself
-    stays raw bytes.
+    stays raw bytes. An event whose text is not valid Unicode still moves the watch on (its
+    type and resourceVersion are read from a sanitised copy) but carries ``problem``.
     """
-    decoded = _LINE.decode(line)
+    problem = text_problem(line) if needs_split(line) else None
+    decoded = _LINE.decode(sanitised(line) if problem else line)
     raw = bytes(decoded.object)
     if decoded.type == "ERROR":
         status = _STATUS.decode(raw)
@@ -156,11 +163,14 @@ def parse_event(line: bytes) -> WatchEvent:
     end = decoded.type == "BOOKMARK" and (meta.annotations or {}).get(INITIAL_EVENTS_END) == (
         "true"
     )
+    if problem is not None:
+        return WatchEvent(decoded.type, meta.resource_version, line, end, problem)  # type: ignore[arg-type]
     return WatchEvent(decoded.type, meta.resource_version, raw, end)  # type: ignore[arg-type]
 
 
-def iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """Split a chunked body into lines; chunk boundaries need not fall on line ends."""
+def iter_lines(chunks: Iterable[bytes], max_line_bytes: int | None = None) -> Iterator[bytes]:
+    """Split a chunked body into lines; chunk boundaries need not fall on line ends. A line
+    (one event) longer than ``max_line_bytes`` raises ``BodyTooLarge``."""
     pending = b""
     for chunk in chunks:
         if not chunk:
@@ -168,8 +178,12 @@ def iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         pending += chunk
         *lines, pending = pending.split(b"\n")
         for line in lines:
+            if max_line_bytes is not None and len(line) > max_line_bytes:
+                raise BodyTooLarge(f"a watch event of {len(line)} bytes")
             if line.strip():
                 yield line
+        if max_line_bytes is not None and len(pending) > max_line_bytes:
+            raise BodyTooLarge(f"a watch event of more than {len(pending)} bytes")
     if pending.strip():
         yield pending
 
@@ -306,11 +320,25 @@ class Watcher:
         record.first_byte_latencies.append(time.perf_counter() - started)
         record.request_started_at.append(sent_at)
         finished = False
+        # The server ends the stream after ``timeout``; one still open well after that is
+        # trickled or stuck: give it up and resume from the last resourceVersion.
+        deadline = time.monotonic() + timeout + READ_SLACK_SECONDS
+        cap = self.settings.max_response_bytes
         try:
             try:
-                chunks = response.stream(amt=None, decode_content=True)
-                for line in iter_lines(chunks):
+                chunks = inflated_pieces(response, deadline=deadline)
+                for line in iter_lines(chunks, max_line_bytes=cap):
                     yield parse_event(line)
+            except BodyTooLarge as exc:
+                raise CollectionError(
+                    f"watching {record.resource}: {exc.message}, more than "
+                    f"kubernetes.max_response_bytes = {cap} bytes",
+                    hint="no Kubernetes object is this large (etcd keeps at most ~1.5 MiB per "
+                    "object): the server or a proxy sends garbage or a compression bomb; raise "
+                    "kubernetes.max_response_bytes only if you trust it",
+                ) from None
+            except BodyError as exc:
+                raise _Retry(exc.message) from None
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 raise _Retry(f"{type(exc).__name__}: {exc}") from None
             except msgspec.DecodeError as exc:  # a line cut off by a dropped connection

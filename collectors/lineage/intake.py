@@ -78,6 +78,7 @@ from collectors.lineage.events import (
 )
 from collectors.lineage.schema import TIMESTAMP
 from collectors.spool import compact_time, remove_abandoned_writes, write_atomically
+from collectors.workers import die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -367,6 +368,7 @@ def _worker_init() -> None:
     run (and walk every live object) a few hundred times per body, a fifth of a worker's time."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.set_threshold(100_000, 50, 1000)
+    die_with_parent()  # no orphan when annex serve is killed (kill -9)
 
 
 class LineageIntake:

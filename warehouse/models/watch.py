@@ -23,14 +23,10 @@ they outgrow its memory limit. A failure anywhere in the list (a crash, the API 
 up, the warehouse) rolls everything back: state and cursor stay as they were, and the next run
 lists again.
 
-The writer lock is held for the whole list, fetching included. That is deliberate: a list is
-seconds (75,000 pods in about as long as a snapshot collection takes), it happens on the first
-start and after the watch fell behind compaction, and the other writers (and the other
-resources' commits) merely wait those seconds, saying so. The alternatives are worse: commits
-per page would show analysts a half-listed cluster and, after a crash, leave pods neither
-listed nor closed; staging outside the lock needs a second store (a spill file) written and
-read again for nothing but a shorter wait, and a list that waits for the lock after fetching
-risks its continue tokens expiring meanwhile.
+The writer lock is held only to stage and commit the list, never while it downloads: the
+collector fetches the whole list to a local spool first (``HistorySnapshot.prefetch``), so an
+API server that stalls or trickles delays only the watch, not the other writers. Its continue
+tokens are all spent before the lock is asked for, so waiting for the lock cannot expire them.
 
 This module reads the batch's attributes (``WatchBatch``), not the collector's classes: the
 warehouse does not import collectors.
