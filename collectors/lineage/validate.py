@@ -970,16 +970,19 @@ def _fast_document(document: dict[str, Any]) -> dict[str, Any]:
     return _each_schema(_each_schema(document, _python_anchor), _common_format_first)
 
 
-def _compile_fast() -> tuple[Any, dict[str, Any]]:
+def fast_options(documents: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The jsonschema_rs validator options over ``documents`` (by ``$id``): a registry of them
+    only (never fetched), their patterns anchored as Python reads them and their formats tested
+    as jsonschema does (``_fast_document``). ``collectors.lineage.standard_facets`` compiles
+    the official facet schemas with them too."""
     import jsonschema_rs
 
-    documents = _without_official_bases(load_schemas())
     registry = jsonschema_rs.Registry(
         [(uri, _fast_document(doc)) for uri, doc in documents.items()],
         draft=jsonschema_rs.Draft202012,
         retriever=_no_retrieval,
     )
-    options: dict[str, Any] = {
+    return {
         "registry": registry,
         "offline": True,
         "validate_formats": True,
@@ -994,6 +997,12 @@ def _compile_fast() -> tuple[Any, dict[str, Any]]:
             "uri": _Remembered(is_uri).__getitem__,
         },
     }
+
+
+def _compile_fast() -> tuple[Any, dict[str, Any]]:
+    import jsonschema_rs
+
+    options = fast_options(_without_official_bases(load_schemas()))
     root = jsonschema_rs.Draft202012Validator({"$ref": OPENLINEAGE_SCHEMA_ID}, **options)
     kinds = {
         kind: jsonschema_rs.Draft202012Validator(_kind_rule(kind), **options)
