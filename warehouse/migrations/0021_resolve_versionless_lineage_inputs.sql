@@ -4,8 +4,9 @@
 --    data send) used to be linked to the dataset's unversioned node, which no run writes: a
 --    model's closure stopped at the first job boundary. The merge (warehouse/models/
 --    lineage_merge.sql, step 7) now reads such an input as the version of that dataset current
---    when the reading run started: the latest version a COMPLETE run wrote at or before the
---    run's start (Marquez's "current version", by event time instead of arrival). The edge of
+--    when the reading run started: the latest version written (its run's first event naming
+--    it as an output) at or before the run's start by a run that COMPLETEd (Marquez's
+--    "current version", by event time instead of arrival). The edge of
 --    core.lineage_run_io points at that version; the version the event named is kept beside it
 --    (named_version_id: the unversioned node, which keeps the facets and inputFacets sent with
 --    the input). Edges stored before this migration get their resolution at the next lineage
@@ -33,10 +34,10 @@ SET named_version_id = dataset_version_id, resolution = 'named'
 WHERE named_version_id IS NULL;
 
 COMMENT ON TABLE core.lineage_run_io IS
-    'The edges of the lineage graph: which dataset versions each run read (INPUT) and wrote (OUTPUT), accumulated over all of the run''s events. An input sent without a version facet is read as the dataset''s version current when the run started (the latest version a COMPLETE run wrote at or before it: resolution as_of_start), or its unversioned node when none was (no_prior_write: a leaf); a version facet on the input always wins (named). An event whose run reads and writes the same version is rejected (audit.rejected, reads_own_output); a loop across events is reported in marts.lineage_cycles.';
+    'The edges of the lineage graph: which dataset versions each run read (INPUT) and wrote (OUTPUT), accumulated over all of the run''s events. An input sent without a version facet is read as the dataset''s version current when the run started (the latest version written at or before it by a run that COMPLETEd: resolution as_of_start), or its unversioned node when none was (no_prior_write: a leaf); a version facet on the input always wins (named). An event whose run reads and writes the same version is rejected (audit.rejected, reads_own_output); a loop across events is reported in marts.lineage_cycles.';
 COMMENT ON COLUMN core.lineage_run_io.dataset_version_id IS 'The dataset version read or written (core.lineage_dataset_versions): for an input sent without a version facet, the version it resolved to (see resolution).';
 COMMENT ON COLUMN core.lineage_run_io.named_version_id IS 'The version the events named: the version facet''s, an output''s runId, or for an input without a version facet the dataset''s unversioned node. Its facets and inputFacets (core.lineage_facets, entity input: run_id || ''/'' || named_version_id) are keyed by it.';
-COMMENT ON COLUMN core.lineage_run_io.resolution IS 'named (the version the events named: a version facet, or an output''s runId), as_of_start (an input without a version facet, read as the version whose writing run COMPLETEd last at or before this run''s start; ties: the larger dataset_version_id) or no_prior_write (no such write: the dataset''s unversioned node, a leaf). NULL only until the next lineage collection after migration 0021.';
+COMMENT ON COLUMN core.lineage_run_io.resolution IS 'named (the version the events named: a version facet, or an output''s runId), as_of_start (an input without a version facet, read as the latest version written at or before this run''s start, by a run that COMPLETEd: written at the eventTime of that run''s first event naming it as an output; ties: the larger dataset_version_id) or no_prior_write (no such write: the dataset''s unversioned node, a leaf). NULL only until the next lineage collection after migration 0021.';
 COMMENT ON COLUMN core.lineage_run_io.resolved_collection_id IS 'The collection whose events last moved the edge to another version (a write completing, a run''s start found earlier); NULL if it never moved. refresh_lineage recomputes the closures it changes.';
 
 COMMENT ON COLUMN core.lineage_runs.state IS 'eventType of the terminal event (COMPLETE, ABORT, FAIL) with the latest eventTime; without one, of the latest START or RUNNING event. OTHER events carry metadata, not a state: their facets are merged but they never set or change the state (NULL for a run with only OTHER events or none with an eventType). Ties in eventTime: the larger event_id, so arrival order never matters.';

@@ -16,8 +16,8 @@ Dataset versions (reference openlineage.md §3.1): the ``version`` facet's ``dat
 else, for a run's output, the producing ``runId`` (as Marquez: each write by a run is a
 version); else NULL, the dataset's unversioned node. An input without a version facet (what
 dbt, Spark, Airflow and Marquez's seed data send) is read as the version of the dataset
-current when its run started: the latest one a COMPLETE run wrote at or before that time
-(merge step 7; re-resolved when a later collection brings an earlier write), else the
+current when its run started: the latest one written at or before that time by a run that
+COMPLETEd (merge step 7; re-resolved when a later collection brings an earlier write), else the
 unversioned node, a leaf. Dataset facets sent without a version (on such inputs, dataset
 events, Croissant and Hugging Face card imports) apply to every version that has no facet of
 that name (``core.lineage_version_facets``).

@@ -31,7 +31,7 @@
 --    START or RUNNING: OTHER carries metadata, not a state; started_at the earliest START),
 --    with their annex_trainingRun and parent facets from the heads.
 -- 7. Inputs without a version facet are pointed at the dataset's version current when their
---    run started (the latest write of a COMPLETE run at or before it), again for every such
+--    run started (the latest write, by a run that COMPLETEd, at or before it), again for every such
 --    input of the datasets this batch's runs write or read: see the step.
 -- Memory: the staged payloads are never copied into a temp table (lin_new keeps the narrow
 -- columns and the staged row; the payloads go from the staging table to core once, where they
@@ -661,11 +661,13 @@ WHEN NOT MATCHED THEN INSERT BY NAME;
 -- 7. -------------------------------------------------------------------------------------------
 -- Inputs sent without a version facet (dbt, Spark, Airflow, Marquez's seed data: real producers
 -- send none) are read as the version of the dataset current when the reading run started:
--- among the versions COMPLETE runs wrote, the one whose run ended last at or before the
--- reader's start (started_at, else its first event), other than the reader itself; on a tie
--- in that time the larger dataset_version_id. None: the dataset's unversioned node (a leaf).
--- This is Marquez's "current version" by event time, not arrival order, so it is the same
--- whatever order the events come in. A version facet on the input always wins (step 3 keys
+-- the latest version written at or before the reader's start (started_at, else its first
+-- event), by a run other than the reader that COMPLETEd (a failed or aborted run's write is
+-- never current; a running one's becomes current when its COMPLETE comes). A version is
+-- written when its run's first event naming it as an output says (as Marquez creates the
+-- version at that event); on a tie in that time the larger dataset_version_id. None: the
+-- dataset's unversioned node (a leaf). This is Marquez's "current version" by event time,
+-- not arrival order, so it is the same whatever order the events come in. A version facet on the input always wins (step 3 keys
 -- the edge by it; it is never re-resolved).
 -- A collection can change the answer for the datasets its runs write or read without a
 -- version (a write completing, a run's state or start changing): every versionless input of
@@ -692,11 +694,11 @@ WHERE e.direction = 'INPUT'
 
 CREATE OR REPLACE TEMP TABLE lin_resolved AS
 WITH writes AS (
-    SELECT o.dataset_version_id, v.dataset_id, o.run_id, r.ended_at AS written_at
+    SELECT o.dataset_version_id, v.dataset_id, o.run_id, o.first_event_time AS written_at
     FROM core.lineage_run_io AS o
     JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = o.dataset_version_id
     JOIN core.lineage_runs AS r ON r.run_id = o.run_id
-    WHERE o.direction = 'OUTPUT' AND r.state = 'COMPLETE' AND r.ended_at IS NOT NULL
+    WHERE o.direction = 'OUTPUT' AND r.state = 'COMPLETE'
       AND v.dataset_id IN (SELECT dataset_id FROM lin_reads)
 )
 SELECT
