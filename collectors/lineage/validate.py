@@ -12,7 +12,9 @@ against
   present at the place the kind's schema defines facets (run, job, dataset, inputs/outputs,
   inputFacets, outputFacets). An ``annex_`` key that annex does not define for that place is
   a violation (the prefix is ours: a typo must not pass). Other facets are kept and checked
-  only against the OpenLineage BaseFacet, as the official schema does.
+  only against the OpenLineage BaseFacet, as the official schema does (the standard facets'
+  own schemas are checked after, by ``collectors.lineage.standard_facets``: a finding, never
+  a rejection).
 
 How: the JSON Schemas are compiled once, at import, into closures. The compiler implements
 the subset of Draft 2020-12 these documents use and refuses any other keyword, so a schema
