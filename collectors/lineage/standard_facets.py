@@ -252,3 +252,6 @@ def facet_violations(event: dict[str, Any], kind: str) -> list[FacetViolation]:
             )
         )
     return out
+
+
+_validators()  # compiled at import, as the event schema is: an intake worker pays it at start
