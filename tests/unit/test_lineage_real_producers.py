@@ -305,3 +305,19 @@ def test_incremental_refreshes_equal_a_full_rebuild_on_the_chain(tmp_path, cut):
 
 def _settings(path: Path) -> WarehouseSettings:
     return WarehouseSettings(path=path, lock_timeout_seconds=5)
+
+
+def test_edges_stored_before_migration_0021_are_resolved_by_the_next_collection(wh):
+    load(wh, fixture("chain.json"))
+    resolved = snapshot(wh, CORE)["run_io"]
+    marts = snapshot(wh, MARTS)
+    with wh.writer() as con:  # as migration 0021 leaves a warehouse's versionless edges
+        con.execute(
+            "UPDATE core.lineage_run_io SET dataset_version_id = named_version_id, "
+            "resolution = NULL WHERE resolution <> 'named'"
+        )
+    load(wh, fixture("marquez_seed.json"))  # any later collection, about other datasets
+    after = snapshot(wh, CORE)["run_io"]
+    assert set(resolved) <= set(after)  # the chain's edges resolved again, as before
+    assert query(wh, "SELECT count(*) FROM core.lineage_run_io WHERE resolution IS NULL") == [(0,)]
+    assert snapshot(wh, MARTS)["model_inputs"] == marts["model_inputs"]
