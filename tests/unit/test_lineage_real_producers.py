@@ -321,3 +321,13 @@ def test_edges_stored_before_migration_0021_are_resolved_by_the_next_collection(
     assert set(resolved) <= set(after)  # the chain's edges resolved again, as before
     assert query(wh, "SELECT count(*) FROM core.lineage_run_io WHERE resolution IS NULL") == [(0,)]
     assert snapshot(wh, MARTS)["model_inputs"] == marts["model_inputs"]
+
+
+def test_a_run_that_reads_the_table_it_rewrites_reads_the_previous_write(wh):
+    # an incremental dbt model: day 2's run reads its own table (no version facet) and writes
+    # it; its START names both at the same time, and it must read day 1's version, not its own
+    rerun = fixture("rerun.json")
+    for e in rerun[:2]:
+        e["inputs"].append({"namespace": TRAINING[0], "name": TRAINING[1]})
+    load(wh, fixture("chain.json") + rerun)
+    assert edge(wh, D2, dv(*TRAINING, None)) == (dv(*TRAINING, D1), "as_of_start")

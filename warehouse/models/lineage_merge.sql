@@ -692,26 +692,58 @@ WHERE e.direction = 'INPUT'
        OR (e.resolution <> 'named'
            AND v.dataset_id IN (SELECT dataset_id FROM lin_resolve_datasets)));
 
+-- The writes that can be read: the outputs of COMPLETE runs of those datasets, one row per
+-- dataset and write time (a tie: the larger version, and every run that wrote then).
+CREATE OR REPLACE TEMP TABLE lin_writes AS
+SELECT o.dataset_version_id, v.dataset_id, o.run_id, o.first_event_time AS written_at
+FROM core.lineage_run_io AS o
+JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = o.dataset_version_id
+JOIN core.lineage_runs AS r ON r.run_id = o.run_id
+WHERE o.direction = 'OUTPUT' AND r.state = 'COMPLETE'
+  AND v.dataset_id IN (SELECT dataset_id FROM lin_reads);
+
+CREATE OR REPLACE TEMP TABLE lin_write_times AS
+SELECT dataset_id, written_at, max(dataset_version_id) AS version_id, list(run_id) AS runs
+FROM lin_writes
+GROUP BY dataset_id, written_at;
+
+-- Each read's latest write at or before it, by an as-of join (a sorted merge per dataset, not
+-- every read against every write: a dataset read and written daily for a year is 365 reads
+-- and writes, not 133,000 pairs). Where the reader itself wrote at that time (a run that
+-- reads the table it rewrites, an incremental model), its own write is skipped: those few
+-- reads are matched against the writes one by one.
 CREATE OR REPLACE TEMP TABLE lin_resolved AS
-WITH writes AS (
-    SELECT o.dataset_version_id, v.dataset_id, o.run_id, o.first_event_time AS written_at
-    FROM core.lineage_run_io AS o
-    JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = o.dataset_version_id
-    JOIN core.lineage_runs AS r ON r.run_id = o.run_id
-    WHERE o.direction = 'OUTPUT' AND r.state = 'COMPLETE'
-      AND v.dataset_id IN (SELECT dataset_id FROM lin_reads)
+WITH latest AS (
+    SELECT rd.*, w.version_id AS write_version_id, w.runs AS write_runs
+    FROM lin_reads AS rd
+    ASOF LEFT JOIN lin_write_times AS w
+        ON w.dataset_id = rd.dataset_id AND rd.read_at >= w.written_at
+),
+own AS (  -- (the reader is among the runs that wrote last: the writes of other runs decide)
+    SELECT l.edge_row,
+           arg_max(w.dataset_version_id, (w.written_at, w.dataset_version_id)) AS version_id
+    FROM latest AS l
+    JOIN lin_writes AS w
+        ON w.dataset_id = l.dataset_id AND w.written_at <= l.read_at AND w.run_id <> l.run_id
+    WHERE list_contains(l.write_runs, l.run_id)
+    GROUP BY l.edge_row
+),
+picked AS (
+    SELECT l.edge_row, l.dataset_version_id AS stored_version_id,
+           l.resolution AS stored_resolution, l.named_version_id,
+           CASE WHEN list_contains(l.write_runs, l.run_id) THEN o.version_id
+                ELSE l.write_version_id END AS write_version_id
+    FROM latest AS l
+    LEFT JOIN own AS o ON o.edge_row = l.edge_row
 )
 SELECT
-    rd.edge_row,
-    rd.dataset_version_id AS stored_version_id,
-    rd.resolution AS stored_resolution,
-    coalesce(arg_max(w.dataset_version_id, (w.written_at, w.dataset_version_id)),
-             rd.named_version_id) AS version_id,
-    CASE WHEN count(w.run_id) > 0 THEN 'as_of_start' ELSE 'no_prior_write' END AS resolution
-FROM lin_reads AS rd
-LEFT JOIN writes AS w
-    ON w.dataset_id = rd.dataset_id AND w.written_at <= rd.read_at AND w.run_id <> rd.run_id
-GROUP BY rd.edge_row, rd.dataset_version_id, rd.resolution, rd.named_version_id;
+    edge_row,
+    stored_version_id,
+    stored_resolution,
+    coalesce(write_version_id, named_version_id) AS version_id,
+    CASE WHEN write_version_id IS NOT NULL THEN 'as_of_start' ELSE 'no_prior_write' END
+        AS resolution
+FROM picked;
 
 UPDATE core.lineage_run_io AS e
 SET dataset_version_id = n.version_id,
@@ -727,6 +759,8 @@ WHERE e.rowid = n.edge_row
 
 DROP TABLE lin_resolve_datasets;
 DROP TABLE lin_reads;
+DROP TABLE lin_writes;
+DROP TABLE lin_write_times;
 DROP TABLE lin_resolved;
 
 RESET preserve_insertion_order;
