@@ -33,6 +33,10 @@ five violations):
   non-canonical spelling (``{...}``, ``urn:uuid:``, ``+``, ``_``): annex stores runIds as UUID;
 * ``future_event_time``: ``eventTime`` more than ``future_tolerance`` (24 h) after ``now``.
 
+A standard facet (``dataSource``, ``schema``, ``parent``, ...) that breaks its own official
+schema does not reject the event: it is kept as sent, with a ``facet_schema_violation``
+``Finding`` naming the facet and the reason (``collectors.lineage.standard_facets``).
+
 ``event_id`` is the SHA-256 (hex) of the event's RFC 8785 (JCS) canonical JSON, computed over
 the event as received, before any facet is dropped, so a resent event gets the same id
 whatever its key order or whitespace. That canonical text is also the payload stored
@@ -62,6 +66,7 @@ from typing import Any, Literal
 import orjson
 
 from collectors.lineage import native
+from collectors.lineage.standard_facets import facet_violations
 from collectors.lineage.validate import (
     DISAGREEMENT,
     Violation,
@@ -100,6 +105,7 @@ Reason = Literal[
     "too_large",
     "too_many_datasets",
     "facet_too_large",
+    "facet_schema_violation",
 ]
 REASONS: tuple[str, ...] = Reason.__args__  # type: ignore[attr-defined]
 
@@ -114,12 +120,23 @@ _MAX_DEPTH = 254  # deepest nesting orjson serialises; a deeper event is too_lar
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """Something the ingester changed or noticed in an accepted event (``facet_too_large``)."""
+    """Something the ingester changed or noticed in an accepted event (``facet_too_large``,
+    ``facet_schema_violation``)."""
 
     index: int
     code: Reason
     path: str
     message: str
+    detail: str = ""  # what is stored after the path (a facet violation's reason)
+
+    @property
+    def record(self) -> str:
+        """The text stored with the event (``core.lineage_events.findings``)."""
+        return (
+            f"{self.code}: {self.path}: {self.detail}"
+            if self.detail
+            else f"{self.code}: {self.path}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -747,7 +764,18 @@ def _check_one(
             f"eventTime: {event['eventTime']} is more than 24 h after {now.isoformat()}",
             "eventTime",
         )
-    return Accepted(index, eid, kind, when, event, tuple(findings), text=None if findings else raw)
+    dropped = bool(findings)
+    for violation in facet_violations(event, kind):  # recorded; the event is kept whole
+        findings.append(
+            Finding(
+                index,
+                "facet_schema_violation",
+                violation.path,
+                f"{violation.path}: {violation.reason}",
+                violation.reason,
+            )
+        )
+    return Accepted(index, eid, kind, when, event, tuple(findings), text=None if dropped else raw)
 
 
 def parse_events(

@@ -179,7 +179,7 @@ def _event_values(accepted: Accepted) -> tuple[Any, ...]:
         event.get("producer"),
         event.get("schemaURL"),
         accepted.text or orjson.dumps(event),
-        [f"{f.code}: {f.path}" for f in accepted.findings],
+        [f.record for f in accepted.findings],
     )
 
 

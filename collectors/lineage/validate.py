@@ -12,7 +12,9 @@ against
   present at the place the kind's schema defines facets (run, job, dataset, inputs/outputs,
   inputFacets, outputFacets). An ``annex_`` key that annex does not define for that place is
   a violation (the prefix is ours: a typo must not pass). Other facets are kept and checked
-  only against the OpenLineage BaseFacet, as the official schema does.
+  only against the OpenLineage BaseFacet, as the official schema does (the standard facets'
+  own schemas are checked after, by ``collectors.lineage.standard_facets``: a finding, never
+  a rejection).
 
 How: the JSON Schemas are compiled once, at import, into closures. The compiler implements
 the subset of Draft 2020-12 these documents use and refuses any other keyword, so a schema
@@ -970,16 +972,25 @@ def _fast_document(document: dict[str, Any]) -> dict[str, Any]:
     return _each_schema(_each_schema(document, _python_anchor), _common_format_first)
 
 
-def _compile_fast() -> tuple[Any, dict[str, Any]]:
+def fast_options(
+    documents: dict[str, dict[str, Any]], *, common_formats_first: bool = True
+) -> dict[str, Any]:
+    """The jsonschema_rs validator options over ``documents`` (by ``$id``): a registry of them
+    only (never fetched), their patterns anchored as Python reads them and their formats tested
+    as jsonschema does (``_fast_document``; without ``common_formats_first`` each format is
+    one plain ``format`` test, whose error names the format: slower, to explain a verdict).
+    ``collectors.lineage.standard_facets`` compiles the official facet schemas with them too."""
     import jsonschema_rs
 
-    documents = _without_official_bases(load_schemas())
+    def prepare(doc: dict[str, Any]) -> dict[str, Any]:
+        return _fast_document(doc) if common_formats_first else _each_schema(doc, _python_anchor)
+
     registry = jsonschema_rs.Registry(
-        [(uri, _fast_document(doc)) for uri, doc in documents.items()],
+        [(uri, prepare(doc)) for uri, doc in documents.items()],
         draft=jsonschema_rs.Draft202012,
         retriever=_no_retrieval,
     )
-    options: dict[str, Any] = {
+    return {
         "registry": registry,
         "offline": True,
         "validate_formats": True,
@@ -994,6 +1005,12 @@ def _compile_fast() -> tuple[Any, dict[str, Any]]:
             "uri": _Remembered(is_uri).__getitem__,
         },
     }
+
+
+def _compile_fast() -> tuple[Any, dict[str, Any]]:
+    import jsonschema_rs
+
+    options = fast_options(_without_official_bases(load_schemas()))
     root = jsonschema_rs.Draft202012Validator({"$ref": OPENLINEAGE_SCHEMA_ID}, **options)
     kinds = {
         kind: jsonschema_rs.Draft202012Validator(_kind_rule(kind), **options)

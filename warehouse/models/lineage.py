@@ -13,15 +13,19 @@ events for (their state from all of their stored events, by event time) and the 
 brought (heads replaced only by a newer eventTime), so a year of events stays cheap to add to.
 
 Dataset versions (reference openlineage.md §3.1): the ``version`` facet's ``datasetVersion``;
-else, for a run's output, the producing ``runId`` (as Marquez); else NULL, the dataset's
-external, unversioned node: an input without a version facet is not linked to the run that
-wrote the dataset (a producer links it by sending the version facet on the input too). Dataset
-facets sent without a version (dataset events, Croissant and Hugging Face card imports) apply to
-every version that has no facet of that name (``core.lineage_version_facets``).
+else, for a run's output, the producing ``runId`` (as Marquez: each write by a run is a
+version); else NULL, the dataset's unversioned node. An input without a version facet (what
+dbt, Spark, Airflow and Marquez's seed data send) is read as the version of the dataset
+current when its run started: the latest one written at or before that time by a run that
+COMPLETEd (merge step 7; re-resolved when a later collection brings an earlier write), else the
+unversioned node, a leaf. Dataset facets sent without a version (on such inputs, dataset
+events, Croissant and Hugging Face card imports) apply to every version that has no facet of
+that name (``core.lineage_version_facets``).
 
 Rules of reference §4: duplicates are idempotent (same content, any key order: one row); run
-state comes from the terminal event with the latest eventTime, else the latest event (ties in
-eventTime: the larger event_id, never arrival order); ``started_at`` is the earliest START; a
+state comes from the terminal event with the latest eventTime, else the latest START or
+RUNNING (OTHER carries metadata only; ties in eventTime: the larger event_id, never arrival
+order); ``started_at`` is the earliest START; a
 COMPLETE without a START still makes the run; facets merge by eventTime, ``_deleted`` removes;
 an event whose run reads and writes the same version is rejected (``reads_own_output`` in
 ``audit.rejected``); cycles across events are reported by ``refresh_lineage``

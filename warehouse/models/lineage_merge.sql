@@ -27,9 +27,12 @@
 --    event are not stored again: core.lineage_facets reads them from the stored payloads.
 -- 6. Derived state of what this batch touched only: the kind of its datasets (MODEL from the
 --    current datasetType facets) and its runs, recomputed from all of their stored events
---    (state from the terminal event with the latest eventTime, else the latest event with an
---    eventType; started_at the earliest START), with their annex_trainingRun and parent
---    facets from the heads.
+--    (state from the terminal event with the latest eventTime, else the latest
+--    START or RUNNING: OTHER carries metadata, not a state; started_at the earliest START),
+--    with their annex_trainingRun and parent facets from the heads.
+-- 7. Inputs without a version facet are pointed at the dataset's version current when their
+--    run started (the latest write, by a run that COMPLETEd, at or before it), again for every such
+--    input of the datasets this batch's runs write or read: see the step.
 -- Memory: the staged payloads are never copied into a temp table (lin_new keeps the narrow
 -- columns and the staged row; the payloads go from the staging table to core once, where they
 -- become JSON: checked by DuckDB's parser, about 1 CPU s for 200,000 events); items and
@@ -334,9 +337,13 @@ WHEN NOT MATCHED THEN INSERT
 
 -- (the stored rows are matched once, by the edge's key; the UPDATE and the INSERT then name
 -- rows by rowid: 200,000 events, 321,000 new edges: 0.9 s against MERGE INTO's 1.4 s)
+-- An edge is keyed by the version its events named (named_version_id): an input sent without
+-- a version facet names the dataset's unversioned node, and step 7 points the stored edge at
+-- the version current when its run started.
 CREATE OR REPLACE TEMP TABLE lin_edges AS
 SELECT run_id, dataset_version_id, direction, min(event_time) AS first_event_time,
-       arg_min(event_id, (event_time, event_id)) AS first_event_id
+       arg_min(event_id, (event_time, event_id)) AS first_event_id,
+       bool_or(direction = 'INPUT' AND version_source = 'none') AS versionless
 FROM lin_items
 WHERE event_kind = 'RunEvent' AND direction IN ('INPUT', 'OUTPUT')
 GROUP BY run_id, dataset_version_id, direction;
@@ -345,7 +352,7 @@ CREATE OR REPLACE TEMP TABLE lin_edge_match AS
 SELECT n.rowid AS new_row, e.rowid AS stored_row
 FROM lin_edges AS n
 JOIN core.lineage_run_io AS e
-    ON e.run_id = n.run_id AND e.dataset_version_id = n.dataset_version_id
+    ON e.run_id = n.run_id AND e.named_version_id = n.dataset_version_id
     AND e.direction = n.direction;
 
 -- (the earliest event naming the edge; on a tie in eventTime the smaller event_id, as within
@@ -360,9 +367,11 @@ WHERE e.rowid = m.stored_row
        OR (n.first_event_time = e.first_event_time AND n.first_event_id < e.first_event_id));
 
 INSERT INTO core.lineage_run_io
-    (run_id, dataset_version_id, direction, first_event_time, first_event_id, collection_id)
+    (run_id, dataset_version_id, direction, first_event_time, first_event_id, collection_id,
+     named_version_id, resolution)
 SELECT run_id, dataset_version_id, direction, first_event_time, first_event_id,
-       getvariable('collection_id')
+       getvariable('collection_id'), dataset_version_id,
+       CASE WHEN versionless THEN 'no_prior_write' ELSE 'named' END  -- step 7 resolves
 FROM lin_edges
 WHERE rowid NOT IN (SELECT new_row FROM lin_edge_match);
 
@@ -588,7 +597,8 @@ agg AS (
         count(*) AS events,
         max(k) AS job_k,
         max(k) FILTER (WHERE event_type IN ('COMPLETE', 'ABORT', 'FAIL')) AS terminal_k,
-        max(k) FILTER (WHERE event_type IS NOT NULL) AS latest_k
+        -- OTHER carries metadata, not a state: never the state of a run (its facets merge)
+        max(k) FILTER (WHERE event_type IN ('START', 'RUNNING')) AS latest_k
     FROM ranked
     GROUP BY run_id
 ),
@@ -647,5 +657,110 @@ WHEN MATCHED THEN UPDATE SET
     model_name = n.model_name,
     stage = n.stage
 WHEN NOT MATCHED THEN INSERT BY NAME;
+
+-- 7. -------------------------------------------------------------------------------------------
+-- Inputs sent without a version facet (dbt, Spark, Airflow, Marquez's seed data: real producers
+-- send none) are read as the version of the dataset current when the reading run started:
+-- the latest version written at or before the reader's start (started_at, else its first
+-- event), by a run other than the reader that COMPLETEd (a failed or aborted run's write is
+-- never current; a running one's becomes current when its COMPLETE comes). A version is
+-- written when its run's first event naming it as an output says (as Marquez creates the
+-- version at that event); on a tie in that time the larger dataset_version_id. None: the
+-- dataset's unversioned node (a leaf). This is Marquez's "current version" by event time,
+-- not arrival order, so it is the same whatever order the events come in. A version facet on the input always wins (step 3 keys
+-- the edge by it; it is never re-resolved).
+-- A collection can change the answer for the datasets its runs write or read without a
+-- version (a write completing, a run's state or start changing): every versionless input of
+-- those datasets is resolved again (plus the edges stored before migration 0021, once). An
+-- edge that moves records the collection (resolved_collection_id): refresh_lineage then
+-- recomputes the closures through its run.
+CREATE OR REPLACE TEMP TABLE lin_resolve_datasets AS
+SELECT DISTINCT v.dataset_id
+FROM core.lineage_run_io AS e
+JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = e.named_version_id
+WHERE e.run_id IN (SELECT run_id FROM lin_touched_runs)
+  AND (e.direction = 'OUTPUT' OR e.resolution IS DISTINCT FROM 'named');
+
+CREATE OR REPLACE TEMP TABLE lin_reads AS
+SELECT e.rowid AS edge_row, e.run_id, e.dataset_version_id, e.named_version_id, e.resolution,
+       v.dataset_id, coalesce(r.started_at, r.first_event_time) AS read_at
+FROM core.lineage_run_io AS e
+JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = e.named_version_id
+LEFT JOIN core.lineage_runs AS r ON r.run_id = e.run_id
+WHERE e.direction = 'INPUT'
+  AND (e.resolution IS NULL
+       OR (e.resolution <> 'named'
+           AND v.dataset_id IN (SELECT dataset_id FROM lin_resolve_datasets)));
+
+-- The writes that can be read: the outputs of COMPLETE runs of those datasets, one row per
+-- dataset and write time (a tie: the larger version, and every run that wrote then).
+CREATE OR REPLACE TEMP TABLE lin_writes AS
+SELECT o.dataset_version_id, v.dataset_id, o.run_id, o.first_event_time AS written_at
+FROM core.lineage_run_io AS o
+JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = o.dataset_version_id
+JOIN core.lineage_runs AS r ON r.run_id = o.run_id
+WHERE o.direction = 'OUTPUT' AND r.state = 'COMPLETE'
+  AND v.dataset_id IN (SELECT dataset_id FROM lin_reads);
+
+CREATE OR REPLACE TEMP TABLE lin_write_times AS
+SELECT dataset_id, written_at, max(dataset_version_id) AS version_id, list(run_id) AS runs
+FROM lin_writes
+GROUP BY dataset_id, written_at;
+
+-- Each read's latest write at or before it, by an as-of join (a sorted merge per dataset, not
+-- every read against every write: a dataset read and written daily for a year is 365 reads
+-- and writes, not 133,000 pairs). Where the reader itself wrote at that time (a run that
+-- reads the table it rewrites, an incremental model), its own write is skipped: those few
+-- reads are matched against the writes one by one.
+CREATE OR REPLACE TEMP TABLE lin_resolved AS
+WITH latest AS (
+    SELECT rd.*, w.version_id AS write_version_id, w.runs AS write_runs
+    FROM lin_reads AS rd
+    ASOF LEFT JOIN lin_write_times AS w
+        ON w.dataset_id = rd.dataset_id AND rd.read_at >= w.written_at
+),
+own AS (  -- (the reader is among the runs that wrote last: the writes of other runs decide)
+    SELECT l.edge_row,
+           arg_max(w.dataset_version_id, (w.written_at, w.dataset_version_id)) AS version_id
+    FROM latest AS l
+    JOIN lin_writes AS w
+        ON w.dataset_id = l.dataset_id AND w.written_at <= l.read_at AND w.run_id <> l.run_id
+    WHERE list_contains(l.write_runs, l.run_id)
+    GROUP BY l.edge_row
+),
+picked AS (
+    SELECT l.edge_row, l.dataset_version_id AS stored_version_id,
+           l.resolution AS stored_resolution, l.named_version_id,
+           CASE WHEN list_contains(l.write_runs, l.run_id) THEN o.version_id
+                ELSE l.write_version_id END AS write_version_id
+    FROM latest AS l
+    LEFT JOIN own AS o ON o.edge_row = l.edge_row
+)
+SELECT
+    edge_row,
+    stored_version_id,
+    stored_resolution,
+    coalesce(write_version_id, named_version_id) AS version_id,
+    CASE WHEN write_version_id IS NOT NULL THEN 'as_of_start' ELSE 'no_prior_write' END
+        AS resolution
+FROM picked;
+
+UPDATE core.lineage_run_io AS e
+SET dataset_version_id = n.version_id,
+    resolution = n.resolution,
+    resolved_collection_id = CASE
+        WHEN n.version_id <> n.stored_version_id THEN getvariable('collection_id')
+        ELSE e.resolved_collection_id
+    END
+FROM lin_resolved AS n
+WHERE e.rowid = n.edge_row
+  AND (n.version_id <> n.stored_version_id
+       OR n.stored_resolution IS DISTINCT FROM n.resolution);
+
+DROP TABLE lin_resolve_datasets;
+DROP TABLE lin_reads;
+DROP TABLE lin_writes;
+DROP TABLE lin_write_times;
+DROP TABLE lin_resolved;
 
 RESET preserve_insertion_order;

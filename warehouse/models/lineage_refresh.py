@@ -38,13 +38,18 @@ not in ``audit.lineage_refreshed_collections``) can have changed, and keeps the 
   depth, ``is_leaf`` and ``in_eu_scope`` change only along such paths or at touched versions;
 * a ``kind`` changed by a later ``datasetType`` facet is updated in place in the kept rows.
 
+An input sent without a version facet is an edge the merge can move later (to the version
+current at its run's start, once the write is known: ``lineage_merge.sql`` step 7); a moved
+edge names its collection (``resolved_collection_id``), and its run counts as touched.
+
 The cycle search runs over every edge only when an edge of a touched run is on a cycle (one of
 the run's outputs reaches, downstream, one of its own inputs: a walk per touched run, short
-when their outputs are new); otherwise the cycles found before stand, since edges are never
-removed. ``marts.lineage_models`` rows are written again for the recomputed checkpoints and
-those whose own columns changed (all of them when the cycles were searched). The first refresh
-(nothing in ``audit.lineage_refreshes``) and ``full=True`` rebuild everything; a property test
-holds the incremental refresh to the full rebuild after every load of random graphs.
+when their outputs are new) or an edge the marts reflected has moved; otherwise the cycles
+found before stand, since no edge left the graph. ``marts.lineage_models`` rows are written
+again for the recomputed checkpoints and those whose own columns changed (all of them when the
+cycles were searched). The first refresh (nothing in ``audit.lineage_refreshes``) and
+``full=True`` rebuild everything; a property test holds the incremental refresh to the full
+rebuild after every load of random graphs.
 
 What an incremental refresh still pays for the whole history: each step of its recursions
 scans ``core.lineage_run_io`` (DuckDB hash-joins the step's few rows against the whole table),
@@ -129,12 +134,25 @@ SELECT model_version_id FROM marts.lineage_models
 WHERE model_version_id NOT IN (SELECT model_version_id FROM lin_models)
 """
 
-# Runs the new collections brought edges (inputs or outputs) for.
+# Runs the new collections brought edges (inputs or outputs) for, or moved an input of to
+# another version (an input without a version facet, resolved again when a write completes:
+# the merge's step 7).
 _TOUCHED_RUNS = """
 CREATE OR REPLACE TEMP TABLE lin_touched_runs AS
 SELECT DISTINCT run_id
 FROM core.lineage_run_io
 WHERE collection_id IN (SELECT collection_id FROM lin_new_collections)
+   OR resolved_collection_id IN (SELECT collection_id FROM lin_new_collections)
+"""
+
+# Did a new collection move an edge the marts already reflect? Then an edge left the graph, a
+# cycle may be gone, and the cycles are searched again (as a full rebuild would find them).
+_EDGE_MOVED = """
+SELECT EXISTS (
+    SELECT 1 FROM core.lineage_run_io
+    WHERE resolved_collection_id IN (SELECT collection_id FROM lin_new_collections)
+      AND collection_id NOT IN (SELECT collection_id FROM lin_new_collections)
+)
 """
 
 _TOUCHED = """
@@ -420,7 +438,9 @@ def refresh_lineage(con: duckdb.DuckDBPyConnection, *, full: bool = False) -> di
             con.execute(_CLOSURE)
             con.execute(_SCOPE)
             con.execute(_INPUTS)
-            cycles_searched = full or bool(_scalar(con, _TOUCHED_RUN_ON_CYCLE))
+            cycles_searched = (
+                full or bool(_scalar(con, _EDGE_MOVED)) or bool(_scalar(con, _TOUCHED_RUN_ON_CYCLE))
+            )
             rounds = _search_cycles(con, now) if cycles_searched else 0
             if cycles_searched:  # on_cycle may change for any checkpoint
                 con.execute(_STALE_ALL)
