@@ -54,6 +54,24 @@ FROM telemetry_fresh_series AS f
 JOIN annex_telemetry_series AS s USING (series_index)
 LEFT JOIN telemetry_extent AS e USING (series_id);
 
+-- The labels shown for a series are those of its latest line: lines whose identity is the same
+-- but whose other labels differ (an XID series' err_code/err_msg move with each new error) share
+-- one series; the line with the latest sample of this collection gives the labels, unless the
+-- warehouse already holds later samples of the series (an older window read again).
+UPDATE core.gpu_telemetry_series AS c
+SET labels = l.labels
+FROM (
+    SELECT m.series_id, arg_max(s.labels, e.last_ts) AS labels, max(e.last_ts) AS last_ts
+    FROM stage_telemetry_extents AS e
+    JOIN telemetry_series_map AS m USING (series_index)
+    JOIN annex_telemetry_series AS s USING (series_index)
+    GROUP BY m.series_id
+    HAVING count(DISTINCT s.series_index) > 1 OR any_value(m.watermark) IS NOT NULL
+) AS l
+WHERE c.series_id = l.series_id
+  AND l.last_ts >= c.last_ts
+  AND c.labels IS DISTINCT FROM l.labels;
+
 INSERT INTO audit.telemetry_targets BY NAME
 SELECT getvariable('collection_id') AS collection_id, getvariable('cluster') AS cluster, *
 FROM stage_telemetry_targets;

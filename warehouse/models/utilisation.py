@@ -221,6 +221,7 @@ SELECT
 FROM core.gpu_telemetry_series AS s
 JOIN bounds AS b USING (cluster)
 WHERE s.gpu_uuid IS NOT NULL
+  AND NOT coalesce(s.pod_share, false)  -- a shared GPU's pod shares: its device line is the GPU's
   AND s.metric IN ({", ".join(f"'{m}'" for m in METRIC_CODES)})
   AND s.first_ts < b.hi
   AND s.last_ts >= b.lo - INTERVAL 1 HOUR;
