@@ -766,7 +766,10 @@ def _cluster(
                 "must not carry credentials; name an environment variable in "
                 "prometheus_token_env or prometheus_password_env",
             )
-    for key, env in (("prometheus_token_env", token_env), ("prometheus_password_env", password_env)):
+    for key, env in (
+        ("prometheus_token_env", token_env),
+        ("prometheus_password_env", password_env),
+    ):
         if env is not None and not env.replace("_", "").isalnum():
             raise reader.error(f"{prefix}.{key}", env, "must be an environment variable name")
     if token_env is not None and (username is not None or password_env is not None):

@@ -325,9 +325,7 @@ def normalise(
 ) -> dict[str, object]:
     """The label columns of a series and the labels left over (see the module docstring)."""
     (pod, namespace, container), consumed = attribution.workload(labels, source, exporters)
-    rest = {
-        k: v for k, v in labels.items() if k not in _CONSUMED and k not in consumed
-    }
+    rest = {k: v for k, v in labels.items() if k not in _CONSUMED and k not in consumed}
     link = _first(labels, fields.LINK_LABELS)
     if link is None and (suffix := _LINK_SUFFIX.search(name)) is not None:
         link = suffix.group(1)

@@ -26,6 +26,7 @@ from base64 import b64encode
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pyarrow as pa
 import pytest
@@ -59,29 +60,54 @@ EXPORTER_NS = "gpu-operator"
 JOBS = {
     # job: (metrics path, fixture, honor_labels, exporter pod)
     "dcgm-3x": ("/v3", "dcgm_exporter_3.3_default.prom", False, "nvidia-dcgm-exporter-3a3a3"),
-    "dcgm-honor-false": ("/v4", "dcgm_exporter_4.2_default.prom", False, "nvidia-dcgm-exporter-4a4a4"),
+    "dcgm-honor-false": (
+        "/v4",
+        "dcgm_exporter_4.2_default.prom",
+        False,
+        "nvidia-dcgm-exporter-4a4a4",
+    ),
     "dcgm-honor-true": (
         "/v4b",
         "dcgm_exporter_4.2_default_node_b.prom",
         True,
         "nvidia-dcgm-exporter-4b4b4",
     ),
-    "dcgm-virtual": ("/v48", "dcgm_exporter_4.8_virtual_gpus.prom", True, "nvidia-dcgm-exporter-48484"),
-    "dcgm-old-namespace": ("/old", "dcgm_exporter_old_namespace.prom", False, "dcgm-exporter-0d0d0"),
-    "dcgm-nvlink": ("/nvlink", "dcgm_exporter_nvlink_per_link.prom", False, "nvidia-dcgm-exporter-1e1e1"),
-    "dcgm-blanks": ("/blanks", "dcgm_exporter_blank_sentinels.prom", False, "nvidia-dcgm-exporter-b1b1b"),
+    "dcgm-virtual": (
+        "/v48",
+        "dcgm_exporter_4.8_virtual_gpus.prom",
+        True,
+        "nvidia-dcgm-exporter-48484",
+    ),
+    "dcgm-old-namespace": (
+        "/old",
+        "dcgm_exporter_old_namespace.prom",
+        False,
+        "dcgm-exporter-0d0d0",
+    ),
+    "dcgm-nvlink": (
+        "/nvlink",
+        "dcgm_exporter_nvlink_per_link.prom",
+        False,
+        "nvidia-dcgm-exporter-1e1e1",
+    ),
+    "dcgm-blanks": (
+        "/blanks",
+        "dcgm_exporter_blank_sentinels.prom",
+        False,
+        "nvidia-dcgm-exporter-b1b1b",
+    ),
     "dcgm-xid": ("/xid", "dcgm_exporter_xid_before.prom", False, "nvidia-dcgm-exporter-c1c1c"),
 }
 EXPORTER_PODS = {pod for _path, _fixture, _honor, pod in JOBS.values()}
 
 
 class _Exporters(BaseHTTPRequestHandler):
-    bodies: dict[str, bytes] = {}
+    bodies: ClassVar[dict[str, bytes]] = {}
     xid_after = b""
     xid_served = 0
     lock = threading.Lock()
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         body = self.bodies.get(path)
         if path == "/xid":
@@ -184,8 +210,11 @@ def prometheus(tmp_path_factory):
         query = "min(count_over_time(up[1m]))"
         _wait(
             "enough scrapes",
-            lambda: b'"value":[' in (body := _get(f"{url}/api/v1/query?query={query}"))
-            and float(body.split(b'"value":[')[1].split(b",")[1].strip(b'"]}')) >= XID_SWITCH_AFTER + 3,
+            lambda: (
+                b'"value":[' in (body := _get(f"{url}/api/v1/query?query={query}"))
+                and float(body.split(b'"value":[')[1].split(b",")[1].strip(b'"]}'))
+                >= XID_SWITCH_AFTER + 3
+            ),
             deadline,
         )
         yield url, start
@@ -242,25 +271,41 @@ def _values(t: dict[str, pa.Table], index: int) -> set[float]:
 def test_no_series_is_attributed_to_an_exporter_pod(collected) -> None:
     pods = {r["pod"] for r in collected["telemetry_series"].to_pylist()}
     assert not pods & EXPORTER_PODS
-    assert pods - {None} == {"llm-pretrain-0", "llm-pretrain-1", "llm-finetune-7", "chat-a",
-                              "chat-b", "resnet-train-0"}
+    assert pods - {None} == {
+        "llm-pretrain-0",
+        "llm-pretrain-1",
+        "llm-finetune-7",
+        "chat-a",
+        "chat-b",
+        "resnet-train-0",
+    }
 
 
 @pytest.mark.parametrize(
     ("uuid", "workload", "exporter_pod"),
     [
         # honor_labels false: Prometheus renamed the exporter's labels exported_*
-        ("GPU-4a000000-0000-4000-8000-000000000000", ("llm-pretrain-1", "research", "trainer"), True),
+        (
+            "GPU-4a000000-0000-4000-8000-000000000000",
+            ("llm-pretrain-1", "research", "trainer"),
+            True,
+        ),
         ("GPU-4a000000-0000-4000-8000-000000000001", (None, None, None), True),
         # honor_labels true: the workload's pod/namespace kept; an idle GPU got the exporter's
         ("GPU-4b000000-0000-4000-8000-000000000000", ("llm-finetune-7", "tuning", "worker"), False),
         ("GPU-4b000000-0000-4000-8000-000000000001", (None, None, None), True),
         # 3.x default labels, honor_labels false
-        ("GPU-3a000000-0000-4000-8000-000000000000", ("llm-pretrain-0", "research", "trainer"), True),
+        (
+            "GPU-3a000000-0000-4000-8000-000000000000",
+            ("llm-pretrain-0", "research", "trainer"),
+            True,
+        ),
         ("GPU-3a000000-0000-4000-8000-000000000001", (None, None, None), True),
     ],
 )
-def test_workload_under_honor_labels_false_and_true(collected, uuid, workload, exporter_pod) -> None:
+def test_workload_under_honor_labels_false_and_true(
+    collected, uuid, workload, exporter_pod
+) -> None:
     (row,) = _series(collected, uuid, "gpu_util")
     assert (row["pod"], row["namespace"], row["container"]) == workload
     labels = dict(row["labels"])
@@ -278,7 +323,9 @@ def test_virtual_gpus_device_line_is_the_gpus_and_pod_lines_are_shares(collected
     assert _values(collected, rows[None]["series_index"]) == {0.94}
     assert _values(collected, rows["chat-a"]["series_index"]) == {0.61}
     assert dict(rows["chat-b"]["labels"])["vgpu"] == "1"
-    energy = {r["pod"]: r["pod_share"] for r in _series(collected, uuid, "total_energy_consumption")}
+    energy = {
+        r["pod"]: r["pod_share"] for r in _series(collected, uuid, "total_energy_consumption")
+    }
     assert energy == {None: False, "chat-a": True, "chat-b": True}
 
 
@@ -304,7 +351,10 @@ def test_nvlink_per_link_series_read_gpu_uuid_and_model_name(collected) -> None:
 
 
 def test_blank_sentinels_are_missing_never_readings(collected) -> None:
-    blanks = {"GPU-b1000000-0000-4000-8000-000000000000", "GPU-b1000000-0000-4000-8000-000000000001"}
+    blanks = {
+        "GPU-b1000000-0000-4000-8000-000000000000",
+        "GPU-b1000000-0000-4000-8000-000000000001",
+    }
     series = {
         r["series_index"]: r
         for r in collected["telemetry_series"].to_pylist()
