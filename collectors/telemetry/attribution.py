@@ -17,12 +17,12 @@ discovery are ``namespace``/``pod``/``container`` of the *exporter* pod, plus ``
 
 So the same labels ``pod="x", namespace="y"`` can name the workload or the exporter. annex tells
 them apart by asking Prometheus which pod each scrape target is: the target labels are on
-``up{job, instance}`` (``ExporterPods.add_targets``), and a line from target ``(job, instance)``
-whose ``namespace``/``pod`` are that target's own is the exporter's (workload NULL; the labels
-stay in ``labels``). When Prometheus does not say (no ``up`` series for the target), a line
-carrying ``service`` and ``endpoint`` (scraped through a Service) keeps no workload: annex never
-attributes GPU time to the exporter's own pod. A direct scrape of ``/metrics`` carries only the
-exporter's labels, so its ``pod`` is always the workload's.
+``up{job, instance}`` (read once through ``/api/v1/series``; ``ExporterPods.add_target``), and a
+line from target ``(job, instance)`` whose ``namespace``/``pod`` are that target's own is the
+exporter's (workload NULL; the labels stay in ``labels``). When Prometheus does not say (no
+``up`` series for the target), a line carrying ``service`` and ``endpoint`` (scraped through a
+Service) keeps no workload: annex never attributes GPU time to the exporter's own pod. A direct
+scrape of ``/metrics`` carries only the exporter's labels, so its ``pod`` is the workload's.
 """
 
 from __future__ import annotations

@@ -75,7 +75,8 @@ from collectors.telemetry.query_range import (
 )
 
 TARGETS_QUERY = 'up{pod!=""}'
-"""Every scrape target that is a Kubernetes pod, with its own labels (``attribution``)."""
+"""Every scrape target that is a Kubernetes pod, with its own labels (``attribution``); read
+once per collection through ``/api/v1/series`` (label sets, no samples)."""
 RAW_CAP = 64 * 1024
 """At most this much of a rejected body is kept as ``raw``."""
 MAX_PARALLEL_SCRAPES = 16
@@ -663,14 +664,24 @@ def collect_prometheus(
     table = SeriesTable("query_range")
     records: list[TargetRecord] = []
     rejections: list[Rejection] = []
+    if windows:
+        try:
+            targets = client.series(TARGETS_QUERY, windows[0].start, windows[-1].end)
+        except PrometheusError as exc:
+            raise PrometheusError(
+                f"cluster {cluster}: {exc.message}",
+                status=exc.status,
+                error_type=exc.error_type,
+                error=exc.error,
+                hint=exc.hint,
+            ) from exc
+        for labels in targets:  # which pod each scrape target is (attribution)
+            table.exporters.add_target(labels)
     for window in windows:
         record = TargetRecord(client.target, "query_range", _naive(datetime.now(UTC)))
         clock = time.perf_counter()
         stats = _Stats()
         try:
-            for matrix in _read_window(client, TARGETS_QUERY, window):
-                for labels in matrix.metrics:  # which pod each scrape target is
-                    table.exporters.add_target(labels)
             for _label, query in queries:
                 for matrix in _read_window(client, query, window):
                     record.http_status = matrix.http_status

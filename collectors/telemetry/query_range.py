@@ -223,7 +223,13 @@ class _Answer(msgspec.Struct):
     warnings: list[str] = []
 
 
+class _SeriesAnswer(msgspec.Struct):
+    status: str
+    data: list[dict[str, str]] = []
+
+
 _DECODER = msgspec.json.Decoder(_Answer)
+_SERIES_DECODER = msgspec.json.Decoder(_SeriesAnswer)
 _ERROR_DECODER = msgspec.json.Decoder(_ApiError)
 
 
@@ -385,6 +391,36 @@ class PrometheusClient:
         matrix = decode_matrix(response.body)
         matrix.http_status = response.status
         return matrix
+
+    def series(self, match: str, start: float, end: float) -> list[dict[str, str]]:
+        """The label sets of the series ``match`` selects in ``[start, end]``
+        (``/api/v1/series``: labels only, no samples).
+
+        Answers ``[]`` when the API has no such endpoint or refuses the selector (404, 405,
+        400, 422: a Prometheus-compatible store that lacks it): the caller then knows less,
+        never more. Anything else (refused credentials, 5xx, no connection) raises like a
+        range query.
+        """
+        params = {"match[]": match, "start": _seconds(start), "end": _seconds(end)}
+        try:
+            response = fetch(
+                f"{self.base}/api/v1/series",
+                params=params,
+                token=self.token,
+                basic_auth=self.basic_auth,
+                timeout=self.timeout,
+                max_bytes=self.max_response_bytes,
+                accept="application/json",
+            )
+        except FetchError as error:
+            if error.status in (400, 404, 405, 422):
+                return []
+            raise prometheus_error(self.target, error) from None
+        try:
+            answer = _SERIES_DECODER.decode(response.body)
+        except msgspec.DecodeError:
+            return []
+        return answer.data if answer.status == "success" else []
 
 
 def _seconds(value: float) -> str:

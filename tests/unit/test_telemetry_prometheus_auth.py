@@ -87,7 +87,12 @@ class _Echo(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         type(self).seen.append(self.headers.get("Authorization"))
         body = b'{"status":"success","data":{"resultType":"matrix","result":[]}}'
-        self.send_response(200)
+        if self.path.startswith("/api/v1/series"):
+            body = b'{"status":"success","data":[{"__name__":"up","job":"j","pod":"p"}]}'
+        status = 401 if self.path.startswith("/deny/") else 200
+        if self.path.startswith("/missing/"):
+            status = 404
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -127,3 +132,15 @@ def test_both_credentials_refused_before_any_request(echo: str) -> None:
     with pytest.raises(CollectionError, match="both a bearer token and basic auth"):
         PrometheusClient(echo, token="t", timeout=5, max_response_bytes=1024, basic_auth=("u", "p"))
     assert _Echo.seen == []
+
+
+def test_targets_through_the_series_api(echo: str) -> None:
+    """``up``'s label sets come from /api/v1/series; a store without it answers none."""
+    client = PrometheusClient(echo, token=None, timeout=5, max_response_bytes=1 << 20)
+    assert client.series('up{pod!=""}', 0, 60) == [{"__name__": "up", "job": "j", "pod": "p"}]
+    missing = PrometheusClient(f"{echo}/missing", token=None, timeout=5, max_response_bytes=1024)
+    assert missing.series("up", 0, 60) == []
+    denied = PrometheusClient(f"{echo}/deny", token="t", timeout=5, max_response_bytes=1024)
+    with pytest.raises(CollectionError) as info:
+        denied.series("up", 0, 60)
+    assert info.value.status == 401
