@@ -42,6 +42,7 @@ Prometheus' ``errorType``/``error``: the warehouse then keeps nothing of it.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections import deque
@@ -73,6 +74,8 @@ from collectors.telemetry.query_range import (
     prometheus_error,
     redact,
 )
+
+log = logging.getLogger(__name__)
 
 TARGETS_QUERY = 'up{pod!=""}'
 """Every scrape target that is a Kubernetes pod, with its own labels (``attribution``); read
@@ -557,6 +560,7 @@ def collect_exporters(
                         yield "telemetry_series", result.series
                     if result.samples.num_rows:
                         yield "telemetry_samples", result.samples
+            _say_blank(record)
             records.append(record)
             if on_target is not None:
                 on_target(record)
@@ -586,6 +590,17 @@ def _in_order(
     finally:
         for _item, future in pending:
             future.cancel()
+
+
+def _say_blank(record: TargetRecord) -> None:
+    """Missing readings are said, not silently dropped (also in telemetry_targets)."""
+    if record.blank_values:
+        log.warning(
+            "%s: %d samples were DCGM blank sentinels (no reading: blank, not found, not "
+            "supported or not permissioned) and count as missing, not as readings",
+            record.target,
+            record.blank_values,
+        )
 
 
 def _detail(body: bytes) -> str:
@@ -707,6 +722,7 @@ def collect_prometheus(
             raise CollectionError(f"cluster {cluster}: {exc.message}", hint=exc.hint) from exc
         stats.add_to(record)
         record.duration_ms = (time.perf_counter() - clock) * 1000
+        _say_blank(record)
         records.append(record)
         if on_window is not None:
             on_window(record)

@@ -14,8 +14,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from annex.settings import Settings
 from collectors.telemetry import attribution, blanks
-from collectors.telemetry.collect import SeriesTable, read_matrix, read_scrape
+from collectors.telemetry.collect import SeriesTable, collect_exporters, read_matrix, read_scrape
 from collectors.telemetry.query_range import decode_matrix
 
 FIXTURES = Path(__file__).parent / "telemetry_fixtures"
@@ -259,3 +260,32 @@ def test_xid_err_code_is_a_label_of_one_series_identity() -> None:
     assert all(a[c] == b[c] for c in identity)  # one warehouse series; the merge shows the latest
     assert later.samples.column("value").to_pylist() == [79.0]
     assert not math.isnan(first.samples.column("value")[0].as_py())
+
+
+def test_blank_values_are_said_in_the_collection_summary(caplog) -> None:
+    import http.server
+    import threading
+
+    body = (FIXTURES / "dcgm_exporter_blank_sentinels.prom").read_bytes()
+
+    class One(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), One)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        tables = dict(collect_exporters([url], "c", Settings()))
+    finally:
+        server.shutdown()
+        server.server_close()
+    (row,) = tables["telemetry_targets"].to_pylist()
+    assert (row["blank_values"], row["samples"], row["status"]) == (6, 4, "ok")
+    assert "6 samples were DCGM blank sentinels" in caplog.text
