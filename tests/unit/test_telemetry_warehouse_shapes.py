@@ -57,13 +57,14 @@ def test_shared_gpu_busy_is_the_device_line_not_a_mean_with_shares(wh: Warehouse
     ) == [(None, False), ("chat-a", True), ("chat-b", True)]
     with wh.writer() as con:
         refresh_gpu_hourly(con)
-    ((busy, fb_samples),) = query(
+    ((busy, samples, pod, held),) = query(
         wh,
-        "SELECT busy, samples FROM marts.gpu_hourly "
+        "SELECT busy, samples, workload_pod, pod_label_fraction FROM marts.gpu_hourly "
         "WHERE gpu_uuid = 'GPU-48000000-0000-4000-8000-000000000000'",
     )
     assert busy == pytest.approx(0.94)  # the GPU's own value; a mean with the shares is 0.627
-    assert fb_samples == 3
+    assert samples == 3  # the device line's, not 9
+    assert pod in {"chat-a", "chat-b"} and held == 1.0  # the shares still say who held it
 
 
 def test_per_link_series_keep_their_own_ids(wh: Warehouse) -> None:
