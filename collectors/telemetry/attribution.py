@@ -80,9 +80,7 @@ def workload(
     ``pod``/``namespace`` among them). Empty values are NULL.
     """
     if any(name in labels for name in EXPORTED):
-        if exporters is not None:
-            exporters.add_target(labels)  # pod/namespace of a renamed line are the target's
-        return _values(labels, EXPORTED), EXPORTED
+        return _values(labels, EXPORTED), EXPORTED  # pod/namespace here are the target's
     if any(name in labels for name in OLD_NAMESPACE):
         return _values(labels, OLD_NAMESPACE), OLD_NAMESPACE
     if not any(labels.get(name) for name in WORKLOAD):

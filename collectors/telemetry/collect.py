@@ -244,12 +244,15 @@ class SeriesTable:
         declared_type: str | None,
         target: str,
         row: dict[str, object] | None = None,
+        key: tuple | None = None,
     ) -> tuple[int, float] | None:
         """``(series_index, divisor)``; None when the series has no GPU UUID.
 
-        ``row`` is ``normalise(labels, ...)`` when the caller already has it.
+        ``row`` is ``normalise(labels, ...)`` and ``key`` the series' key when the caller
+        already has them.
         """
-        key = (name, tuple(sorted(labels.items())))
+        if key is None:
+            key = (name, tuple(sorted(labels.items())))
         hit = self.index.get(key)
         if hit is not None:
             return hit
@@ -362,29 +365,34 @@ def _series_text(name: str, labels: dict[str, str]) -> str:
     return f"{name}{{{body}}}"
 
 
+def _renamed(labels: dict[str, str]) -> bool:
+    """Prometheus renamed the exporter's workload labels: ``pod``... are the target's own."""
+    return any(name in labels for name in attribution.EXPORTED)
+
+
 def _prepare(
     table: SeriesTable, names: Sequence[str], labels: Sequence[dict[str, str]]
-) -> list[dict[str, object] | None]:
-    """The normalised row of each new DCGM series of a block (None for the others), after
-    learning every target's own pod from the block's renamed lines and registering the GPUs'
-    device-level lines: whether a pod line is a share depends on the whole block."""
-    new = [
-        fields.is_dcgm(name) and (name, tuple(sorted(lab.items()))) not in table.index
-        for name, lab in zip(names, labels, strict=True)
-    ]
-    for is_new, lab in zip(new, labels, strict=True):
-        if is_new and any(name in lab for name in attribution.EXPORTED):
+) -> list[tuple[tuple | None, dict[str, object] | None]]:
+    """``(key, normalised row)`` of each new DCGM series of a block (``(key, None)`` for known
+    ones, ``(None, None)`` for other families), after learning every target's own pod from the
+    block's renamed lines and registering the GPUs' device-level lines: whether a pod line is a
+    share depends on the whole block."""
+    keys: list[tuple | None] = []
+    for name, lab in zip(names, labels, strict=True):
+        key = (name, tuple(sorted(lab.items()))) if fields.is_dcgm(name) else None
+        keys.append(key)
+        if key is not None and key not in table.index and _renamed(lab):
             table.exporters.add_target(lab)
-    rows: list[dict[str, object] | None] = []
-    for is_new, name, lab in zip(new, names, labels, strict=True):
+    out: list[tuple[tuple | None, dict[str, object] | None]] = []
+    for key, name, lab in zip(keys, names, labels, strict=True):
         row = None
-        if is_new:
+        if key is not None and key not in table.index:
             row = normalise(lab, table.source, table.exporters, name)
             uuid = _first(lab, fields.UUID_LABELS)
             if uuid and row["pod"] is None and row["namespace"] is None:
                 table.device_lines.add(device_group(name, uuid, row))
-        rows.append(row)
-    return rows
+        out.append((key, row))
+    return out
 
 
 def build_samples(
@@ -407,18 +415,17 @@ def build_samples(
     index_col: list[int] = []
     divisor_col: list[float] = []
     keep: list[bool] = []
-    rows = _prepare(table, names, labels)
-    for name, series_labels, kind, n, row in zip(
-        names, labels, declared, counts, rows, strict=True
+    prepared = _prepare(table, names, labels)
+    for name, series_labels, kind, n, (key, row) in zip(
+        names, labels, declared, counts, prepared, strict=True
     ):
         ok = False
         idx, divisor = 0, 1.0
         if not fields.is_dcgm(name):
             stats.non_dcgm.add(name)
         else:
-            hit = table.intern(name, series_labels, kind, target, row)
+            hit = table.intern(name, series_labels, kind, target, row, key)
             if hit is None:
-                key = (name, tuple(sorted(series_labels.items())))
                 if key not in table.rejected:
                     table.rejected.add(key)
                     text = _series_text(name, series_labels)
