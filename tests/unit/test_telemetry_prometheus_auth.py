@@ -144,3 +144,20 @@ def test_targets_through_the_series_api(echo: str) -> None:
     with pytest.raises(CollectionError) as info:
         denied.series("up", 0, 60)
     assert info.value.status == 401
+
+
+def test_basic_auth_survives_the_settings_handed_to_dagster(tmp_path: Path) -> None:
+    from annex.orchestration import write_settings
+
+    settings = load_settings(
+        write(
+            tmp_path,
+            "[[clusters]]\nname = 'c'\nprometheus_url = 'http://p:9090'\n"
+            "prometheus_username = 'annex'\nprometheus_password_env = 'PROM_PW'\n",
+        ),
+        env={},
+    )
+    written = write_settings(settings, settings.clusters, tmp_path / "dagster.toml")
+    again = load_settings(written, env={}).cluster("c")
+    assert (again.prometheus_username, again.prometheus_password_env) == ("annex", "PROM_PW")
+    assert "PROM_PW" in written.read_text() and "password =" not in written.read_text()
