@@ -20,9 +20,10 @@ them apart by asking Prometheus which pod each scrape target is: the target labe
 ``up{job, instance}`` (read once through ``/api/v1/series``; ``ExporterPods.add_target``), and a
 line from target ``(job, instance)`` whose ``namespace``/``pod`` are that target's own is the
 exporter's (workload NULL; the labels stay in ``labels``). When Prometheus does not say (no
-``up`` series for the target), a line carrying ``service`` and ``endpoint`` (scraped through a
-Service) keeps no workload: annex never attributes GPU time to the exporter's own pod. A direct
-scrape of ``/metrics`` carries only the exporter's labels, so its ``pod`` is the workload's.
+``up`` series for the target), a line carrying ``service`` or ``endpoint`` (scraped through a
+ServiceMonitor or PodMonitor) keeps no workload: annex never attributes GPU time to the
+exporter's own pod. A direct scrape of ``/metrics`` carries only the exporter's labels, so its
+``pod`` is the workload's.
 """
 
 from __future__ import annotations
@@ -91,8 +92,10 @@ def workload(
         if exporters.is_own(labels):
             return NOBODY, ()
         return _values(labels, WORKLOAD), WORKLOAD  # honorLabels: true kept the workload's
-    if "service" in labels and "endpoint" in labels:
-        return NOBODY, ()  # the target's own labels, or honorLabels: true -- cannot tell
+    if "service" in labels or "endpoint" in labels:
+        # scraped through a ServiceMonitor/PodMonitor: the target's own labels, or honorLabels:
+        # true kept the workload's -- without up, cannot tell, so never the exporter's pod
+        return NOBODY, ()
     return _values(labels, WORKLOAD), WORKLOAD
 
 

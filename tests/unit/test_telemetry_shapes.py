@@ -289,3 +289,19 @@ def test_blank_values_are_said_in_the_collection_summary(caplog) -> None:
     (row,) = tables["telemetry_targets"].to_pylist()
     assert (row["blank_values"], row["samples"], row["status"]) == (6, 4, "ok")
     assert "6 samples were DCGM blank sentinels" in caplog.text
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_podmonitor_honor_labels_true_idle_gpu_is_not_the_exporters(known: bool) -> None:
+    """A PodMonitor target has ``endpoint`` but no ``service``; its idle line carries the
+    exporter's pod under honorLabels: true."""
+    target = {"job": "gpu-operator/dcgm", "instance": "10.1.2.3:9400", "endpoint": "metrics"}
+    own = {**target, "namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-zz9"}
+    held = {**target, "namespace": "ml", "pod": "train-3", "container": "c", "UUID": "GPU-h"}
+    exporters = attribution.ExporterPods()
+    if known:
+        exporters.add_target(own)
+    idle, _ = attribution.workload({**own, "UUID": "GPU-i"}, "query_range", exporters)
+    assert idle == attribution.NOBODY
+    workload, _ = attribution.workload(held, "query_range", exporters)
+    assert workload == (("train-3", "ml", "c") if known else attribution.NOBODY)
