@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annex import __version__
-from annex.errors import AnnexError, ConfigError
+from annex.errors import AnnexError, ConfigError, WarehouseError
 from annex.settings import ClusterSettings, Settings, load_settings
 
 if TYPE_CHECKING:
@@ -365,22 +365,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings(args.config)
         return int(args.run(args, settings) or 0)
-    except AnnexError as exc:
-        if args.debug:
-            log.exception("failed")
+    except (Exception, KeyboardInterrupt) as exc:
+        return report_failure(exc, debug=args.debug)
+
+
+def report_failure(exc: BaseException, *, debug: bool = False) -> int:
+    """Print why a command failed, for people, and return its exit code (``annex.errors``).
+
+    With ``debug``, an error annex did not expect is re-raised (its traceback is the report).
+    """
+    if isinstance(exc, AnnexError):
+        if debug:
+            log.error("failed", exc_info=exc)
         print(f"annex: error: {exc.message}", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):
+            print(f"  note: {note}", file=sys.stderr)
         if exc.hint:
             print(f"  hint: {exc.hint}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
+    if isinstance(exc, KeyboardInterrupt):
         print("annex: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:
-        if args.debug:
-            raise
-        print(f"annex: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print("  hint: rerun with --debug for the traceback, and report it", file=sys.stderr)
-        return 1
+    if debug:
+        raise exc
+    from warehouse.space import out_of_space
+
+    if out_of_space(exc):
+        # A full disk met outside the warehouse's own handling (a spool, a report file): no
+        # bug, and the warehouse commits whole collections, so nothing is half-kept.
+        print(f"annex: error: a disk is full: {exc}", file=sys.stderr)
+        print(
+            "  hint: free space on the disk of the file named above and rerun; collections "
+            "already committed to the warehouse are safe, and none is ever kept in part",
+            file=sys.stderr,
+        )
+        return WarehouseError.exit_code
+    print(f"annex: unexpected error: {type(exc).__name__}: {exc}", file=sys.stderr)
+    print("  hint: rerun with --debug for the traceback, and report it", file=sys.stderr)
+    return 1
 
 
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:

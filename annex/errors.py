@@ -73,3 +73,11 @@ class QueryError(AnnexError):
     """An analyst's SQL query failed (syntax, unknown table, ...)."""
 
     exit_code = 6
+
+
+class WarehouseSpaceError(WarehouseError):
+    """A disk (or quota) the warehouse writes to is full.
+
+    Its message says whether the collection in hand was loaded, and its hint how much room is
+    needed where and what is safe; exit code 5, like every warehouse error.
+    """

@@ -12,6 +12,7 @@ CLI start-up).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import duckdb
 
-from annex.errors import MigrationError, WarehouseError
+from annex.errors import MigrationError, WarehouseError, WarehouseSpaceError
 from annex.settings import MEMORY_LIMIT_FORMS, WarehouseSettings
 from warehouse.lock import read_holder, try_writer_lock, writer_lock
 from warehouse.migrate import (
@@ -33,9 +34,12 @@ from warehouse.migrate import (
     discover_migrations,
     table_exists,
 )
-from warehouse.publish import copy_atomically
+from warehouse.publish import clear_stale, copy_atomically, mark_stale, read_stale
+from warehouse.space import file_bytes, out_of_space, room_needed
 
 OnWait = Callable[[str], None]
+
+log = logging.getLogger(__name__)
 
 RECENT_COLLECTIONS = 10
 """How many collections ``status()`` lists."""
@@ -141,9 +145,15 @@ class Warehouse:
                 con.close()
 
     def publish(self, on_wait: OnWait | None = None) -> Path:
-        """Checkpoint the live file and atomically replace the published copy with it."""
+        """Checkpoint the live file and atomically replace the published copy with it.
+
+        If an earlier publish failed, ``on_wait`` (or the log) is told that the copy was stale
+        and is up to date again; if this one fails, the copy stays as it was (never half
+        written) and is recorded as stale, and the ``WarehouseError`` says why (a
+        ``WarehouseSpaceError``, with the room needed, when a disk is full).
+        """
         with self._lock(on_wait):
-            return self._publish_locked()
+            return self._publish_locked(on_wait)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -188,6 +198,12 @@ class Warehouse:
         pending = [m.name for m in migrations]
         collections: list[CollectionSummary] = []
         writer: str | None = None
+        stale = read_stale(self.path)
+        if stale is not None:
+            problems.append(
+                stale.describe(self.published_path) + "; the next publish (`annex warehouse "
+                "publish`, or any collection) replaces it"
+            )
         if not self.path.exists():
             read_from = f"none: no warehouse at {self.path} yet (the first write creates it)"
         else:
@@ -260,20 +276,84 @@ class Warehouse:
         )
 
     def _migrate(self, con: duckdb.DuckDBPyConnection) -> list[str]:
-        return apply_migrations(con, self.migrations(), str(self.path))
+        try:
+            return apply_migrations(con, self.migrations(), str(self.path))
+        except (MigrationError, duckdb.Error) as exc:
+            if not out_of_space(exc):
+                raise
+            raise WarehouseSpaceError(
+                f"cannot migrate the warehouse {self.path}: its disk is full ({exc})",
+                hint=(
+                    f"the migration was rolled back and nothing was loaded; the evidence already "
+                    f"there is safe; free {room_needed(self.path.parent, None)} and rerun"
+                ),
+            ) from exc
 
-    def _publish_locked(self) -> Path:
+    def _publish_locked(self, on_wait: OnWait | None = None) -> Path:
+        """Checkpoint and copy, keeping ``<live>.unpublished`` true (see ``warehouse.publish``)."""
         if not self.path.exists():
             raise WarehouseError(
                 f"cannot publish: there is no warehouse at {self.path}",
                 hint="run `annex warehouse migrate` or a collection first",
             )
+        stale = read_stale(self.path)
+        since = stale.since if stale else datetime.now(UTC)
+        mark_stale(self.path, _PUBLISH_UNFINISHED, since=since)
+        try:
+            self._checkpoint_for_publish()
+            published = copy_atomically(self.path, self.published_path)
+        except BaseException as exc:
+            reason = exc.message if isinstance(exc, WarehouseError) else str(exc)
+            mark_stale(self.path, reason or type(exc).__name__, since=since)
+            if stale is not None and isinstance(exc, WarehouseError):
+                earlier = "" if stale.reason == reason else f" (earlier: {stale.reason})"
+                exc.message += (
+                    f"; the copy has been stale since {since:%Y-%m-%d %H:%M:%S} UTC{earlier}"
+                )
+            raise
+        clear_stale(self.path)
+        if stale is not None:
+            notify(
+                on_wait,
+                f"the analysts' copy {self.published_path} is up to date again; it had been "
+                f"stale since {since:%Y-%m-%d %H:%M:%S} UTC because: {stale.reason}",
+            )
+        return published
+
+    def _checkpoint_for_publish(self) -> None:
+        """Move the write-ahead log into the live file, which alone is then copied."""
         con = self._connect_live()
         try:
             con.execute("CHECKPOINT")
+        except duckdb.Error as exc:
+            if not out_of_space(exc):
+                raise
+            wal = self.path.with_name(self.path.name + ".wal")
+            raise WarehouseSpaceError(
+                f"cannot checkpoint the live warehouse {self.path} before publishing: its disk "
+                f"is full ({exc})",
+                hint=(
+                    f"everything committed is safe in {self.path} and its write-ahead log "
+                    f"{wal}, which DuckDB replays when it next opens it; free "
+                    f"{room_needed(self.path.parent, file_bytes(wal))}, then run `annex "
+                    "warehouse publish`"
+                ),
+            ) from exc
         finally:
             con.close()
-        return copy_atomically(self.path, self.published_path)
+
+
+_PUBLISH_UNFINISHED = "a publish did not finish (killed, or the machine stopped)"
+"""What ``<live>.unpublished`` says while a publish runs, which is true if it never ends."""
+
+
+def notify(on_wait: OnWait | None, message: str) -> None:
+    """Tell the person running annex something they should act on or know, through the
+    caller's ``on_wait`` (the CLI prints it) or else the log, as the writer lock does."""
+    if on_wait is not None:
+        on_wait(message)
+    else:
+        log.warning(message)
 
 
 def _limit_memory(con: duckdb.DuckDBPyConnection, memory_limit: str) -> None:
@@ -316,6 +396,14 @@ def open_duckdb(
         return con
     except duckdb.IOException as exc:
         text = str(exc)
+        if out_of_space(exc):
+            raise WarehouseSpaceError(
+                f"cannot open warehouse file {path}: its disk is full ({text})",
+                hint=(
+                    f"nothing was changed; free {room_needed(path.parent, None)} (DuckDB "
+                    "writes its write-ahead log and checkpoints there) and rerun"
+                ),
+            ) from exc
         if "lock" not in text.lower():
             raise WarehouseError(f"cannot open warehouse file {path}: {text}") from exc
         match = _PID.search(text)

@@ -24,14 +24,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from importlib import metadata
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from annex.errors import CollectionError, WarehouseError
-from warehouse.connection import OnWait, Warehouse
+from annex.errors import CollectionError, WarehouseError, WarehouseSpaceError
+from warehouse.connection import OnWait, Warehouse, notify
 from warehouse.migrate import utc_now
+from warehouse.publish import mark_stale, read_stale
+from warehouse.space import out_of_space, room_needed
 from warehouse.staging import SinkFactory, Stager
+from warehouse.transaction import roll_back
 
 log = logging.getLogger(__name__)
 
@@ -110,45 +114,80 @@ def load_collection(
 
     ``batches`` is consumed lazily, once. ``on_progress(table, rows_so_far)`` is called after
     each batch. With ``publish`` the analysts' copy is refreshed after the commit.
+
+    A full disk is a ``WarehouseSpaceError`` that says whether the collection was loaded:
+    while loading or at its ``COMMIT``, it was not (nothing of it is kept; a rerun loads it
+    once); after the commit (checkpoint, publish), it was, and only the analysts' copy is
+    behind, which this run and the next say, and the next publish repairs.
     """
     with wh._lock(on_wait):
-        con = wh._connect_live()
-        try:
-            wh._migrate(con)
-            _mark_interrupted(con)
-            started_at = utc_now()
-            collection_id = str(uuid.uuid4())
-            con.execute(
-                "INSERT INTO audit.collections "
-                "(collection_id, source, cluster, started_at, status, annex_version) "
-                "VALUES (?, ?, ?, ?, 'running', ?)",
-                [collection_id, model.source, cluster, started_at, _annex_version()],
+        stale = read_stale(wh.path)
+        if stale is not None:
+            then = (
+                "this collection publishes it again when it is loaded"
+                if publish
+                else "the next publish (`annex warehouse publish`, or a collection that "
+                "publishes) replaces it"
             )
+            notify(on_wait, f"{stale.describe(wh.published_path)}; {then}")
+        collection_id = str(uuid.uuid4())
+        what = _describe(collection_id, model.source, cluster)
+        tally = _Tally()
+        try:
+            con = wh._connect_live()
+        except WarehouseError as exc:
+            if out_of_space(exc):
+                raise _not_loaded_for_space(wh, what, exc, tally, _NO_AUDIT_ROW) from exc
+            raise
+        try:
+            started_at = utc_now()
+            try:
+                wh._migrate(con)
+                _mark_interrupted(con)
+                con.execute(
+                    "INSERT INTO audit.collections "
+                    "(collection_id, source, cluster, started_at, status, annex_version) "
+                    "VALUES (?, ?, ?, ?, 'running', ?)",
+                    [collection_id, model.source, cluster, started_at, _annex_version()],
+                )
+            except (WarehouseError, duckdb.Error) as exc:
+                if out_of_space(exc):
+                    raise _not_loaded_for_space(wh, what, exc, tally, _NO_AUDIT_ROW) from exc
+                raise
             try:
                 row_counts, rejected = _load_in_transaction(
-                    con, model, collection_id, cluster, started_at, batches, on_progress
+                    con, model, collection_id, cluster, started_at, batches, on_progress, tally
                 )
             except BaseException as exc:
                 interrupted = isinstance(exc, KeyboardInterrupt | duckdb.InterruptException)
                 status = "interrupted" if interrupted else "failed"
-                _record_failure(con, collection_id, status, exc)
+                audit = (
+                    "its row in audit.collections says failed"
+                    if _record_failure(con, collection_id, status, exc)
+                    else "its row in audit.collections could not be updated (no room) and the "
+                    "next run marks it interrupted"
+                )
+                if out_of_space(exc) and not isinstance(exc, WarehouseSpaceError):
+                    raise _not_loaded_for_space(wh, what, exc, tally, audit) from exc
                 raise
-            finished_at = _finished_at(con, collection_id)
-            _drop_staging(con)
-            checkpoint_started = time.perf_counter()
-            con.execute("CHECKPOINT")
-            log.debug("checkpoint took %.3f s", time.perf_counter() - checkpoint_started)
+            try:
+                finished_at = _finished_at(con, collection_id)
+                _drop_staging(con)
+                checkpoint_started = time.perf_counter()
+                con.execute("CHECKPOINT")
+                log.debug("checkpoint took %.3f s", time.perf_counter() - checkpoint_started)
+            except duckdb.Error as exc:
+                raise _loaded_but_not_checkpointed(wh, what, exc, publish) from exc
         finally:
             con.close()
         if publish:
             try:
                 publish_started = time.perf_counter()
-                wh._publish_locked()
+                wh._publish_locked(on_wait)
                 log.debug("publish took %.3f s", time.perf_counter() - publish_started)
             except WarehouseError as exc:
-                raise WarehouseError(
-                    f"collection {collection_id} ({model.source}, {cluster}) was loaded, but "
-                    f"publishing the analysts' copy failed: {exc.message}",
+                raise type(exc)(
+                    f"{what} was loaded, but publishing the analysts' copy failed: {exc.message}",
                     hint=exc.hint,
                 ) from exc
     return CollectionResult(
@@ -172,8 +211,13 @@ def _load_in_transaction(
     started_at: datetime,
     batches: Iterable[tuple[str, pa.RecordBatch]],
     on_progress: Callable[[str, int], None] | None,
+    tally: _Tally,
 ) -> tuple[dict[str, int], int]:
-    """Stage, merge, keep rejected records and mark the collection succeeded: one transaction."""
+    """Stage, merge, keep rejected records and mark the collection succeeded: one transaction.
+
+    A ``COMMIT`` that fails is reported as such (``_commit_failed``), never as the ``ROLLBACK``
+    that follows it, and says whether the collection landed.
+    """
     # SET VARIABLE is not transactional in DuckDB (a ROLLBACK keeps the value), which is fine:
     # every collection sets all four before its merge runs.
     con.execute("SET VARIABLE collection_id = ?", [collection_id])
@@ -186,7 +230,7 @@ def _load_in_transaction(
         _run_statements(con, model.staging_sql, f"staging SQL of the {model.source} model")
         stage_started = time.perf_counter()
         with _threads(con, model.staging_threads):
-            row_counts = _stage(con, model, batches, on_progress)
+            row_counts = _stage(con, model, batches, on_progress, tally)
         log.debug("collecting and staging took %.3f s", time.perf_counter() - stage_started)
         merge_started = time.perf_counter()
         _run_statements(con, model.merge_sql, f"merge SQL of the {model.source} model")
@@ -204,14 +248,143 @@ def _load_in_transaction(
                 collection_id,
             ],
         )
-        commit_started = time.perf_counter()
-        con.execute("COMMIT")
-        log.debug("commit took %.3f s", time.perf_counter() - commit_started)
-    except BaseException:
-        with contextlib.suppress(duckdb.Error):
-            con.execute("ROLLBACK")
+    except BaseException as exc:
+        roll_back(con, exc)
         raise
+    commit_started = time.perf_counter()
+    try:
+        con.execute("COMMIT")
+    except BaseException as exc:
+        roll_back(con, exc)
+        if isinstance(exc, duckdb.Error):
+            what = _describe(collection_id, model.source, cluster)
+            raise _commit_failed(con, collection_id, what, exc, tally) from exc
+        raise
+    log.debug("commit took %.3f s", time.perf_counter() - commit_started)
     return row_counts, rejected
+
+
+@dataclass
+class _Tally:
+    """How much of a collection was staged, kept outside ``_stage`` so that a failure (a full
+    disk) can still say how large the collection was getting."""
+
+    arrow_bytes: int = 0
+
+
+def _commit_failed(
+    con: duckdb.DuckDBPyConnection,
+    collection_id: str,
+    what: str,
+    exc: duckdb.Error,
+    tally: _Tally,
+) -> WarehouseError:
+    """The error of a ``COMMIT`` that failed: its own text (and any ``ROLLBACK`` failure after
+    it, noted by ``roll_back``), and whether the collection landed, read back from
+    ``audit.collections`` on the same connection."""
+    notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
+    landed = _landed(con, collection_id)
+    if landed is True:
+        message = f"{what} was loaded, though its COMMIT reported an error: {exc}{notes}"
+        safe = "audit.collections says it succeeded; check it with `annex warehouse status`"
+    elif landed is False:
+        message = f"{what} was NOT loaded: its COMMIT failed: {exc}{notes}"
+        safe = "nothing of it was kept: the warehouse is consistent and holds what it held before"
+    else:
+        message = (
+            f"{what}: its COMMIT failed ({exc}{notes}), and whether it landed could not be "
+            "read back"
+        )
+        safe = (
+            "`annex warehouse status` shows it (succeeded, or not kept); the warehouse is "
+            "consistent either way"
+        )
+    if out_of_space(exc):
+        room = room_needed(_database_folder(con), tally.arrow_bytes)
+        return WarehouseSpaceError(
+            message,
+            hint=f"{safe}; free {room} and rerun the collection: loading the same input again "
+            "adds it once",
+        )
+    return WarehouseError(
+        message, hint=f"{safe}; a rerun is safe (loading the same input again adds it once)"
+    )
+
+
+def _database_folder(con: duckdb.DuckDBPyConnection) -> Path:
+    """The folder of the file ``con`` writes (where a full disk must be freed)."""
+    try:
+        row = con.execute(
+            "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchone()
+    except duckdb.Error:
+        row = None
+    return Path(row[0]).parent if row and row[0] else Path.cwd()
+
+
+def _landed(con: duckdb.DuckDBPyConnection, collection_id: str) -> bool | None:
+    """Whether ``collection_id`` committed, as this connection now sees it (None: unknown)."""
+    try:
+        row = con.execute(
+            "SELECT status FROM audit.collections WHERE collection_id = ?", [collection_id]
+        ).fetchone()
+    except duckdb.Error:
+        return None
+    return row is not None and row[0] == "succeeded"
+
+
+_NO_AUDIT_ROW = "the disk was full before even its row in audit.collections could be written"
+
+
+def _not_loaded_for_space(
+    wh: Warehouse, what: str, exc: BaseException, tally: _Tally, audit: str
+) -> WarehouseSpaceError:
+    """A collection that failed because the warehouse's disk is full: not loaded, and why
+    (``audit``: what its row in ``audit.collections`` says)."""
+    staged = tally.arrow_bytes
+    return WarehouseSpaceError(
+        f"{what} was NOT loaded: the disk of the warehouse {wh.path} is full ({_first_line(exc)})",
+        hint=(
+            "nothing of it was kept: the warehouse holds what it held before, and the analysts' "
+            f"copy is unchanged; {audit}. Free {room_needed(wh.path.parent, staged)} "
+            + (
+                f"(the collection had staged {staged:,} bytes of Arrow data when it stopped) "
+                if staged
+                else ""
+            )
+            + "and rerun the collection: loading the same input again adds it once"
+        ),
+    )
+
+
+def _loaded_but_not_checkpointed(
+    wh: Warehouse, what: str, exc: duckdb.Error, publish: bool
+) -> WarehouseError:
+    """The collection committed, but the checkpoint after it failed: it is safe in the
+    write-ahead log, and the analysts' copy is behind until a publish succeeds."""
+    if publish:
+        mark_stale(wh.path, f"{what} was loaded, but its checkpoint failed: {_first_line(exc)}")
+    wal = wh.path.with_name(wh.path.name + ".wal")
+    error_type = WarehouseSpaceError if out_of_space(exc) else WarehouseError
+    room = f"free {room_needed(wh.path.parent, None)}, then " if out_of_space(exc) else ""
+    return error_type(
+        f"{what} was loaded (committed), but the checkpoint after it failed: {_first_line(exc)}",
+        hint=(
+            f"the collection is safe in the write-ahead log {wal}, which DuckDB replays when it "
+            f"next opens the warehouse; the analysts' copy does not show it yet: {room}run "
+            "`annex warehouse publish`"
+        ),
+    )
+
+
+def _describe(collection_id: str, source: str, cluster: str) -> str:
+    """How messages name a collection: ``collection <id> (<source>, <cluster>)``."""
+    return f"collection {collection_id} ({source}, {cluster})"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = exc.message if isinstance(exc, WarehouseError | CollectionError) else str(exc)
+    return (text or type(exc).__name__).splitlines()[0]
 
 
 @contextlib.contextmanager
@@ -238,6 +411,7 @@ def _stage(
     model: SourceModel,
     batches: Iterable[tuple[str, pa.RecordBatch]],
     on_progress: Callable[[str, int], None] | None,
+    tally: _Tally,
 ) -> dict[str, int]:
     staged = _staging_tables(con) | set(model.appends)
     stager = Stager(con, model.source, model.appends)
@@ -254,6 +428,7 @@ def _stage(
                     "or fix the collector's table name",
                 )
             stager.add(table, batch, index)
+            tally.arrow_bytes += batch.nbytes
             row_counts[table] = row_counts.get(table, 0) + batch.num_rows
             if on_progress is not None:
                 on_progress(table, row_counts[table])
@@ -320,7 +495,8 @@ def _mark_interrupted(con: duckdb.DuckDBPyConnection) -> None:
         "UPDATE audit.collections SET status = 'interrupted', error = ? "
         "WHERE status = 'running' RETURNING collection_id",
         [
-            "the process ended while loading (killed or crashed); nothing of it was kept. "
+            "the process ended while loading (killed or crashed), or its failure could not be "
+            "recorded (a full disk); nothing of it was kept. "
             f"Noticed by the next writer at {utc_now():%Y-%m-%d %H:%M:%S} UTC"
         ],
     ).fetchall()
@@ -330,17 +506,21 @@ def _mark_interrupted(con: duckdb.DuckDBPyConnection) -> None:
 
 def _record_failure(
     con: duckdb.DuckDBPyConnection, collection_id: str, status: str, exc: BaseException
-) -> None:
-    """Record why the collection failed, in its own transaction after the rollback."""
+) -> bool:
+    """Record why the collection failed, in its own transaction after the rollback; return
+    whether that worked (on a full disk it cannot). A collection whose ``COMMIT`` landed
+    despite an error keeps its ``succeeded``."""
     message = str(exc) or type(exc).__name__
     try:
         con.execute(
             "UPDATE audit.collections SET status = ?, finished_at = ?, error = ? "
-            "WHERE collection_id = ?",
+            "WHERE collection_id = ? AND status = 'running'",
             [status, utc_now(), message, collection_id],
         )
     except duckdb.Error as record_error:
         log.error("could not record failure of collection %s: %s", collection_id, record_error)
+        return False
+    return True
 
 
 def _finished_at(con: duckdb.DuckDBPyConnection, collection_id: str) -> datetime | None:

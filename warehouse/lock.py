@@ -152,8 +152,14 @@ def _wait_for_lock(
 
 
 def _write_holder(fd: int) -> None:
+    """Say who holds the lock, for the next writer's message. Only a courtesy: on a full disk
+    the write fails, the lock is held all the same, and the writer goes on to meet (and
+    report) the full disk where it matters, in the warehouse."""
     since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     command = " ".join(os.path.basename(arg) for arg in sys.argv[:2]) or "python"
     text = f"pid {os.getpid()} since {since} ({command})\n"
     os.ftruncate(fd, 0)
-    os.pwrite(fd, text.encode("utf-8"), 0)
+    try:
+        os.pwrite(fd, text.encode("utf-8"), 0)
+    except OSError as exc:
+        log.warning("cannot write the writer lock's holder (%s); the lock is held", exc)

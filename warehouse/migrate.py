@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from annex.errors import MigrationError
+from warehouse.transaction import roll_back
 
 DEFAULT_MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
@@ -163,8 +164,8 @@ def apply_migrations(
     try:
         con.execute(_BOOTSTRAP)
         con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
+    except BaseException as exc:
+        roll_back(con, exc)
         raise
     pending = check_applied(migrations, applied_migrations(con), warehouse)
     names: list[str] = []
@@ -192,13 +193,13 @@ def apply_migrations(
             )
             con.execute("COMMIT")
         except duckdb.Error as exc:
-            con.execute("ROLLBACK")
+            roll_back(con, exc)
             raise MigrationError(
                 f"migration {migration.path} failed on {warehouse} and was rolled back: {exc}",
                 hint="fix the migration (it was not applied, so it may still be edited) and rerun",
             ) from exc
-        except BaseException:
-            con.execute("ROLLBACK")
+        except BaseException as exc:
+            roll_back(con, exc)
             raise
         names.append(migration.name)
     return names

@@ -32,8 +32,8 @@ ATTESTATION_RECORDS = pa.schema(
         ("submod_key", pa.string()),  # 'GPU-0' (positional, not an identity)
         ("gpu_uuid", pa.string()),  # node-reported (the submission's index map), unsigned
         ("device_ueid", pa.string()),  # signed
-        ("vm_id", pa.string()),  # x-ms-azurevm-vmid (signed)
-        ("tee_type", pa.string()),  # 'sevsnpvm' | 'tdxvm' | NULL
+        ("vm_id", pa.string()),  # x-ms-azurevm-vmid, else vm-configuration.vmUniqueId (signed)
+        ("tee_type", pa.string()),  # 'sevsnpvm' | 'tdxvm' | 'sgx' (ITA) | NULL
         ("issuer", pa.string()),
         ("alg", pa.string()),
         ("kid", pa.string()),

@@ -6,7 +6,9 @@ Two places hold them:
   with its arrival time and peer. ``received_at`` is the wrapper's.
 * every ``attestation.watch_dirs`` folder, recursively: bare submission files a DaemonSet wrote
   to a shared volume (the agent's fallback when it cannot reach the intake). ``received_at`` is
-  the file's modification time, capped at now (a node's clock may run ahead). A file modified
+  the file's modification time, capped at now (a node's clock may run ahead). Whoever wrote
+  the file set that time, so it never decides which of two nodes presented a token first
+  (replays: ``verify.py``, ``warehouse/models/attestation_merge.sql``). A file modified
   in the last ``SETTLE_SECONDS`` is left for the next collection: it may still be being written
   by an agent that does not write atomically.
 

@@ -7,17 +7,35 @@ set; ``jku``/``x5u`` are ignored, never fetched), signature, ``x5c`` chain to a 
 exact issuer, time window with leeway against the time annex *received* the token (so
 re-verifying an archived submission later gives the same verdict), nonce, NRAS submodule
 digests, the appraisal policy, replays within this verifier's life, and device binding within
-an envelope. It never raises: a body that is not a submission at all becomes a rejection row,
-a token annex cannot judge gets verdict ``error``.
+an envelope.
+
+Replays are decided only on authenticated presentations (a token whose signature verified
+with a pinned key): a bad-signature token never registers its ``jti``. A presentation is
+*bound* when its token carries the nonce annex issued to the presenting node (checked by MAC,
+not by the node's say-so). A bound presentation is never the replay of an unbound one,
+whatever arrived first, so a copy another node put in the shared folder cannot displace the
+genuine presentation; between presentations equally bound the first one this verifier saw
+stands. The warehouse merge (``warehouse/models/attestation_merge.sql``) applies the same rank
+across collections and, seeing a collection's presentations together, lets receipt order decide
+a tie only when annex's own clock stamped both (the intake): a watched file's modification time
+is set by whoever wrote it and proves nothing.
+
+It never raises: a body that is not a submission at all becomes a rejection row, a token annex
+cannot judge gets verdict ``error``.
 
 Verdicts: ``pass`` (verified: every check and the policy passed, no reasons), ``fail``,
 ``error`` (keys unavailable, internal error), ``unverifiable`` (NVIDIA local-verifier tokens:
-HS256 with a public constant key, stored as ``self_reported`` and never ``pass``).
+HS256 with a public constant key, stored as ``self_reported`` and never ``pass``). The local
+verifier (nvtrust ``local_gpu_verifier``, ``ClaimsUtils.create_detached_eat_claims``) hashes
+each GPU's claims as ``json.dumps`` text *before* it adds ``nbf``/``exp``/``iat``/``jti``, so its
+``submods`` digests never equal the tokens' text: they are checked in that construction, and a
+mismatch there is noted, never a failure (nothing about a self-reported result is verified).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import uuid
@@ -180,6 +198,10 @@ class _Token:
     authentic: bool = False
     """The signature verified with a pinned key (claims may be appraised)."""
 
+    def note(self, detail: str) -> None:
+        """A fact worth keeping that is no reason to fail (stored in ``detail``)."""
+        self.details.append(detail)
+
     def add(self, reason: str, detail: str) -> None:
         if reason not in self.reasons:
             self.reasons.append(reason)
@@ -278,8 +300,8 @@ class Verifier:
         self._by_provider: dict[str, list[IssuerKeys]] = {}
         for keys in key_sets:
             self._by_provider.setdefault(keys.issuer.provider, []).append(keys)
-        self._token_nodes: dict[str, str] = {}
-        self._jti_nodes: dict[tuple[str, str], str] = {}
+        self._seen: dict[tuple[str, str], list[_Presentation]] = {}
+        """Authenticated presentations by ('token', sha256) and ('jti', issuer/jti)."""
 
     @classmethod
     def from_settings(
@@ -392,8 +414,11 @@ class Verifier:
         """An NRAS (or local) result: the overall token, then each detached token by key."""
         overall_jws, detached = evidence["result"]
         gpus: dict[str, str] = evidence["gpus"]
-        overall = self._token(context, provider, "overall", overall_jws, index, None)
         keys = sorted(detached, key=_gpu_key_order)
+        switches = bool(keys) and all(claim_facts.is_nvswitch(key, None) for key in keys)
+        overall = self._token(
+            context, provider, "overall", overall_jws, index, None, switch_result=switches
+        )
         submods = claim_facts.table((overall.payload or {}).get("submods"))
         version = claim_facts.text((overall.payload or {}).get("x-nvidia-ver"))
         parts = []
@@ -403,7 +428,17 @@ class Verifier:
             )
             token.row["gpu_uuid"] = gpus.get(key)
             token.row["parent_record_id"] = overall.row["record_id"]
-            if overall.payload is not None:
+            if overall.payload is not None and provider == "nvidia-local":
+                expected = _listed_digest(submods.get(key))
+                if expected is None or expected not in (
+                    token.row["token_sha256"],
+                    _local_claims_digest(token.payload),
+                ):
+                    token.note(
+                        f"{key}'s digest in the local verifier's submods does not match its "
+                        "claims (self-reported: not verified either way)"
+                    )
+            elif overall.payload is not None:
                 expected = _listed_digest(submods.get(key))
                 if expected is None:
                     token.add(
@@ -416,10 +451,11 @@ class Verifier:
                         f"{key}'s SHA-256 differs from the digest the overall token lists",
                     )
             if key not in gpus:
-                token.add("device_mismatch", f"the submission's gpus map has no {key}")
+                where = "switches" if token.row["subject_kind"] == "nvswitch" else "gpus"
+                token.add("device_mismatch", f"the submission's {where} map has no {key}")
             parts.append(token)
         missing = sorted(set(submods) - set(detached), key=_gpu_key_order)
-        if overall.payload is not None and missing:
+        if overall.payload is not None and missing and provider != "nvidia-local":
             overall.add(
                 "submod_digest_mismatch",
                 "the overall token lists submods without a detached token: " + ", ".join(missing),
@@ -427,7 +463,8 @@ class Verifier:
         if set(gpus) != set(detached):
             overall.add(
                 "device_mismatch",
-                "the submission's gpus map and the result's detached tokens name different keys",
+                "the submission's gpus/switches map and the result's detached tokens name "
+                "different keys",
             )
         by_ueid: dict[str, list[_Token]] = {}
         for token in parts:
@@ -446,7 +483,8 @@ class Verifier:
         else:
             failing = [t.row["submod_key"] for t in parts if t.failed() or t.undecidable]
             if failing:
-                # N16: NRAS's own overall result does not outvote annex's appraisal of a GPU.
+                # N16: NRAS's own overall result does not outvote annex's appraisal of a GPU
+                # (a device failing its binding here fails the whole result's coverage too).
                 overall.add(
                     "policy_fail",
                     "the overall result is true but these GPUs fail: " + ", ".join(failing),
@@ -468,6 +506,7 @@ class Verifier:
         submod_key: str | None,
         *,
         version: str | None = None,
+        switch_result: bool = False,
     ) -> _Token:
         token_sha256 = submod_digest(token)
         row = _row_template()
@@ -478,7 +517,7 @@ class Verifier:
             verified_at=context.verified_at,
             node_name=context.node_name,
             boot_id=context.boot_id,
-            subject_kind="gpu" if provider in claim_facts.NVIDIA_PROVIDERS else "cpu_tee",
+            subject_kind=_subject_kind(provider, switch_result),
             provider=provider,
             token_role=role,
             submod_key=submod_key,
@@ -528,7 +567,9 @@ class Verifier:
         row["issuer"] = iss if isinstance(iss, str) else None
         jti = payload.get("jti")
         row["jti"] = jti if isinstance(jti, str) else None
-        facts = _facts(provider, role, payload)
+        if role == "detached" and claim_facts.is_nvswitch(row["submod_key"], payload):
+            row["subject_kind"] = "nvswitch"
+        facts = _facts(provider, role, payload, row["subject_kind"])
         for name in (
             "device_ueid",
             "vm_id",
@@ -560,11 +601,19 @@ class Verifier:
                 f"iss {row['issuer']!r} is not the configured issuer {issuer.issuer!r}",
             )
         self._check_times(state, payload, issuer)
-        self._check_nonce(context, state, facts.nonce)
-        self._check_replay(context, state, issuer)
+        self._check_nonce(context, state, facts.nonce_forms or (facts.nonce,))
         if state.authentic or state.self_reported:
-            for reason, detail in _appraise(provider, role, payload, self.policy, version):
+            findings, not_applicable = _appraise(
+                provider, role, payload, self.policy, version, row["subject_kind"]
+            )
+            for reason, detail in findings:
                 state.add(reason, detail)
+            if not_applicable:
+                state.note(
+                    f"not applicable: {', '.join(not_applicable)} (a {row['tee_type'] or provider}"
+                    " token cannot carry the claim; neither passed nor failed)"
+                )
+        self._check_replay(context, state, issuer)
 
     def _issuer_for(
         self, provider: str, iss: str | None, kid: str | None, state: _Token
@@ -709,9 +758,13 @@ class Verifier:
                     f"{name} {moment:%Y-%m-%dT%H:%M:%SZ} is after the receipt time plus leeway",
                 )
 
-    def _check_nonce(self, context: _Context, state: _Token, token_nonce: str | None) -> None:
+    def _check_nonce(
+        self, context: _Context, state: _Token, token_nonces: tuple[str | None, ...]
+    ) -> None:
         row = state.row
-        matched = token_nonce is not None and token_nonce == context.nonce
+        matched = context.nonce in token_nonces
+        if matched:
+            row["nonce"] = context.nonce
         row["nonce_matched"] = matched
         fresh = False
         if not matched:
@@ -732,18 +785,28 @@ class Verifier:
     def _check_replay(
         self, context: _Context, state: _Token, issuer: AttestationIssuer | None
     ) -> None:
-        row = state.row
-        node = context.node_name
-        seen = self._token_nodes.setdefault(row["token_sha256"], node)
-        if seen != node:
-            state.add("replay", f"the same token was submitted for node {seen!r}")
+        """Whether an authenticated presentation of this token (or of its ``jti``) by another
+        node displaces this one (see the module's docstring). Only authenticated presentations
+        register and only they can be replays: a token that fails its signature is failed
+        already and proves nothing about who holds the genuine one."""
+        if not state.authentic:
             return
-        jti = row["jti"]
-        if jti is not None and state.authentic:
-            key = (issuer.name if issuer is not None else "", jti)
-            seen = self._jti_nodes.setdefault(key, node)
-            if seen != node:
-                state.add("replay", f"jti {jti!r} was already seen for node {seen!r}")
+        row = state.row
+        this = _Presentation(
+            node=context.node_name,
+            bound=bool(row["nonce_matched"]) and context.nonce_source == "collector",
+        )
+        keys = [("token", row["token_sha256"])]
+        if row["jti"] is not None:
+            keys.append(("jti", f"{issuer.name if issuer is not None else ''}/{row['jti']}"))
+        for kind, key in keys:
+            earlier = self._seen.setdefault((kind, key), [])
+            first = next((p for p in earlier if p.node != this.node and p.displaces(this)), None)
+            if first is not None:
+                what = "token" if kind == "token" else f"jti {row['jti']!r}"
+                state.add("replay", f"the same {what} was presented for node {first.node!r}")
+            if this not in earlier:
+                earlier.append(this)
 
     # -- verdicts ----------------------------------------------------------------------------
 
@@ -769,6 +832,41 @@ class Verifier:
 
 # ---------------------------------------------------------------------------------------------
 # Pieces
+
+
+@dataclass(frozen=True, slots=True)
+class _Presentation:
+    """One authenticated presentation of a token: by whom, and whether annex's nonce binds it
+    to that node."""
+
+    node: str
+    bound: bool
+
+    def displaces(self, later: _Presentation) -> bool:
+        """Whether this earlier-seen presentation makes ``later`` (another node's) a replay: a
+        bound one never yields to an unbound one; otherwise the one seen first stands (two
+        unbound presentations where either came from a watched folder are both flagged by the
+        warehouse merge, which sees them together; rows already yielded are not rewritten)."""
+        return self.bound or not later.bound
+
+
+def _subject_kind(provider: str, switch_result: bool) -> str:
+    if provider not in claim_facts.NVIDIA_PROVIDERS:
+        return "cpu_tee"
+    return "nvswitch" if switch_result else "gpu"
+
+
+def _local_claims_digest(payload: dict[str, Any] | None) -> str | None:
+    """The digest nvtrust's local verifier lists for a GPU: SHA-256 of ``json.dumps`` of the
+    claims in their order, without the ``nbf``/``exp``/``iat``/``jti`` it adds afterwards."""
+    if payload is None:
+        return None
+    claims = {k: v for k, v in payload.items() if k not in ("nbf", "exp", "iat", "jti")}
+    try:
+        text = json.dumps(claims)
+    except (TypeError, ValueError):
+        return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _listed_digest(entry: Any) -> str | None:
@@ -800,15 +898,17 @@ def _claims_json(payload: dict[str, Any]) -> str:
     try:
         return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS).decode("utf-8")
     except TypeError:  # integers beyond 64 bits: the standard library writes them
-        import json
-
         return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
-def _facts(provider: str, role: str, payload: dict[str, Any]) -> claim_facts.Facts:
+def _facts(
+    provider: str, role: str, payload: dict[str, Any], subject_kind: str
+) -> claim_facts.Facts:
     if provider in claim_facts.NVIDIA_PROVIDERS:
         if role == "overall":
             return claim_facts.nvidia_overall_facts(payload)
+        if subject_kind == "nvswitch":
+            return claim_facts.nvswitch_detached_facts(payload)
         return claim_facts.nvidia_detached_facts(payload)
     if provider == "azure-maa":
         return claim_facts.maa_facts(payload)
@@ -821,14 +921,21 @@ def _appraise(
     payload: dict[str, Any],
     policy: Any,
     version: str | None,
-) -> list[tuple[str, str]]:
+    subject_kind: str,
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """(findings, rules not applicable to this token's platform)."""
     if provider in claim_facts.NVIDIA_PROVIDERS:
         if role == "overall":
-            return appraisal.nvidia_overall(payload, policy)
-        return appraisal.nvidia_detached(payload, policy, version)
-    if provider == "azure-maa":
-        return appraisal.maa(payload, policy)
-    return appraisal.ita(payload, policy)
+            return appraisal.nvidia_overall(payload, policy), []
+        if subject_kind == "nvswitch":
+            return appraisal.nvswitch_detached(payload, policy, version), []
+        return appraisal.nvidia_detached(payload, policy, version), []
+    result = (
+        appraisal.maa(payload, policy)
+        if provider == "azure-maa"
+        else appraisal.ita(payload, policy)
+    )
+    return result.findings, result.not_applicable
 
 
 def _short_text(document: dict[str, Any], name: str, *, required: bool) -> str | None:
@@ -903,11 +1010,18 @@ def _submission_shape(document: Any, max_submods: int) -> dict[str, Any]:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in detached.items()):
             raise _Rejected("malformed", f"{where}.result's detached tokens must be strings")
         gpus = item.get("gpus", {})
+        switches = item.get("switches", {})
         if not isinstance(gpus, dict) or not all(
             isinstance(k, str) and isinstance(v, str) and len(v) <= _MAX_TEXT
             for k, v in gpus.items()
         ):
             raise _Rejected("malformed", f"{where}.gpus must map submod keys to GPU UUIDs")
+        if not isinstance(switches, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and len(v) <= _MAX_TEXT
+            for k, v in switches.items()
+        ):
+            raise _Rejected("malformed", f"{where}.switches must map submod keys to switch ids")
+        gpus = {**switches, **gpus}
         if len(gpus) > max_submods:
             raise _Rejected("too_large", f"{where}.gpus has {len(gpus)} entries")
         items.append({"provider": provider, "result": (result[0][1], detached), "gpus": dict(gpus)})

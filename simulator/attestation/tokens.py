@@ -12,13 +12,16 @@ Shapes follow the real services (reference/attestation.md §1-3):
 - MAA (`maa_token`): an Azure guest-attestation token, `x-ms-attestation-type: azurevm`,
   the TEE under `x-ms-isolation-tee` (`sevsnpvm` or `tdxvm`), the nonce at
   `x-ms-runtime.client-payload.nonce`, the VM id at `x-ms-azurevm-vmid`. 8 h lifetime.
-- ITA (`ita_token`): a v2 token with the TDX claims nested under `tdx`; the attester's
-  runtime data (with the nonce) at `tdx.attester_runtime_data.nonce`, the nonce also as
-  top-level `eat_nonce`. Lifetime `ITA_LIFETIME_SECONDS`.
+- ITA (`ita_token`): a v2 token with the TDX claims nested under `tdx`; the relying party's
+  user data (the nonce's bytes: hex-decoded when it is hex, else its UTF-8) base64 at
+  `tdx.attester_held_data`, as Intel Trust Authority carries it; the attester's runtime data
+  (with the nonce) at `tdx.attester_runtime_data.nonce`, the nonce also as top-level
+  `eat_nonce`. Lifetime `ITA_LIFETIME_SECONDS`.
 - Local verifier (`local_result`): the NRAS shape, HS256 with the public constant secret.
 
 Nonce locations, for verifiers: NRAS `eat_nonce` (overall and every detached token), MAA
-`x-ms-runtime.client-payload.nonce`, ITA `eat_nonce` and `tdx.attester_runtime_data.nonce`.
+`x-ms-runtime.client-payload.nonce`, ITA `tdx.attester_held_data` (base64), `eat_nonce` and
+`tdx.attester_runtime_data.nonce`.
 
 Faults (`FAULTS`) change exactly the claims (or signing key) they name, so a test can
 diff a faulty token against a clean one; `NRAS_FAULTS` and `CVM_FAULTS` say which token
@@ -29,6 +32,7 @@ replays); the signatures are not deterministic either (ECDSA and PSS are randomi
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import uuid
 from collections.abc import Sequence
@@ -454,7 +458,7 @@ def ita_token(
     seed = f"ita/{vm_id}/{iat}/{token_nonce}"
     tdx = {
         "attester_advisory_ids": [] if fault != "tcb_out_of_date" else ["INTEL-SA-00837"],
-        "attester_held_data": "",
+        "attester_held_data": _user_data(token_nonce),
         "attester_runtime_data": {"nonce": token_nonce, "vm-id": vm_id},
         "attester_tcb_date": "2024-03-13T00:00:00Z",
         "attester_tcb_status": "OutOfDate" if fault == "tcb_out_of_date" else "UpToDate",
@@ -608,6 +612,16 @@ def _epoch(moment: datetime) -> int:
 
 def _jti() -> str:
     return str(uuid.uuid4())
+
+
+def _user_data(nonce: str) -> str:
+    """ITA's ``attester_held_data``: standard base64 of the user data the agent passed (a
+    hex nonce as its bytes, any other nonce as its UTF-8 text)."""
+    try:
+        data = bytes.fromhex(nonce) if len(nonce) % 2 == 0 else nonce.encode("utf-8")
+    except ValueError:
+        data = nonce.encode("utf-8")
+    return base64.b64encode(data).decode("ascii")
 
 
 def _other_nonce(nonce: str) -> str:

@@ -615,3 +615,47 @@ def test_refreshes_rebuild_only_the_days_new_evidence_touched(wh: Warehouse) -> 
     assert query(wh, "SELECT sum(allocated_gpu_hours) FROM marts.attestation_gpu_hours") == [
         (5 * 48.0,)
     ]
+
+
+def test_an_sgx_enclave_token_is_no_cvm_coverage(wh: Warehouse) -> None:
+    # issue 35: Intel Trust Authority also attests SGX enclaves (claims under `sgx`): such a
+    # token says nothing about the node's VM, so it covers no CPU time
+    inventory(
+        wh,
+        [{"name": "node-a", "capacity": 2, "boot": "a1", "valid_from": at("00:00")}],
+        [{"pod": "p1", "node": "node-a", "valid_from": at("01:00"), "valid_to": at("02:00")}],
+        horizon=at("12:00"),
+    )
+    ev = Evidence()
+    ev.submit("node-a", "a1", at("01:00"))
+    cvm = ev.records[-1]
+    cvm.update(provider="intel-ita", tee_type="sgx")
+    load(wh, ev)
+    refresh(wh)
+    assert windows(wh, "node-a", "gpu_verified") == [(at("01:00"), at("02:00"))]
+    assert windows(wh, "node-a", "cpu_verified") == []
+    assert windows(wh, "node-a", "verified") == []
+
+
+def test_a_gpu_failing_its_binding_fails_its_results_coverage(wh: Warehouse) -> None:
+    # issue 35: one GPU under two keys of a result fails its binding in the merge; its result's
+    # overall row fails too, so the remaining passing GPUs (enough for the node's capacity)
+    # no longer cover the node
+    inventory(
+        wh,
+        [{"name": "node-a", "capacity": 2, "boot": "a1", "valid_from": at("00:00")}],
+        [{"pod": "p1", "node": "node-a", "valid_from": at("01:00"), "valid_to": at("02:00")}],
+        horizon=at("12:00"),
+    )
+    ev = Evidence()
+    ev.submit("node-a", "a1", at("01:00"), gpus=3)
+    third = ev.records[3]
+    assert third["submod_key"] == "GPU-2"
+    third.update(gpu_uuid=ev.records[1]["gpu_uuid"], device_ueid=ev.records[1]["device_ueid"])
+    load(wh, ev)
+    refresh(wh)
+    assert query(
+        wh,
+        "SELECT verdict, reasons FROM core.attestation_records WHERE token_role = 'overall'",
+    ) == [("fail", ["device_mismatch"])]
+    assert windows(wh, "node-a", "gpu_verified") == []

@@ -13,9 +13,17 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from annex.errors import CollectionError, WarehouseError
+from annex.errors import CollectionError, WarehouseError, WarehouseSpaceError
 from annex.settings import WarehouseSettings
-from warehouse import RAW_CAP_BYTES, SourceModel, Warehouse, load, load_collection, staging
+from warehouse import (
+    RAW_CAP_BYTES,
+    SourceModel,
+    Warehouse,
+    load,
+    load_collection,
+    staging,
+    transaction,
+)
 from warehouse.testing import THINGS_MODEL, make_migrations_dir, things_batch, things_batches
 
 
@@ -541,3 +549,160 @@ def test_a_model_stages_on_the_threads_it_names_and_merges_on_the_warehouses(
     assert seen == [own, own + 1, own + 1, own]
     merged = _query(wh, "SELECT message FROM audit.rejected WHERE reason_code = 'threads'")
     assert merged == [(str(own),)] * 3
+
+
+# -- faults: a failed COMMIT, a failed ROLLBACK, a full disk ------------------------------------
+# (A real full disk, a tmpfs that fills up, is in tests/integration/test_warehouse_disk_full.py;
+# these inject DuckDB's own errors where they arise, to reach the cases a disk cannot time.)
+
+_COMMIT_NO_SPACE = 'Failed to commit: Could not write file "w.duckdb.wal": No space left on device'
+
+
+class _FaultyConnection:
+    """A warehouse connection whose COMMIT fails the way DuckDB's does (DuckDB has then rolled
+    the transaction back itself) and, with ``rollback_error``, whose ROLLBACK fails too."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        commit_error: duckdb.Error,
+        rollback_error: duckdb.Error | None,
+    ) -> None:
+        self.real = con
+        self.commit_error = commit_error
+        self.rollback_error = rollback_error
+
+    def execute(self, sql: object, *args: object) -> object:
+        statement = str(sql).strip().upper()
+        if statement == "COMMIT":
+            self.real.execute("ROLLBACK")
+            raise self.commit_error
+        if statement == "ROLLBACK" and self.rollback_error is not None:
+            raise self.rollback_error
+        return self.real.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+
+def _commit_fails(
+    wh: Warehouse,
+    monkeypatch: pytest.MonkeyPatch,
+    commit_error: duckdb.Error,
+    rollback_error: duckdb.Error | None,
+) -> None:
+    """The next collection's COMMIT (and ROLLBACK) fail; the migration's commits do not."""
+    connect, migrate = wh._connect_live, wh._migrate
+
+    def faulty_connect() -> _FaultyConnection:
+        return _FaultyConnection(connect(), commit_error, rollback_error)
+
+    def real_migrate(con: object) -> list[str]:
+        return migrate(getattr(con, "real", con))
+
+    real_execute_over_arrow = staging.execute_over_arrow
+
+    def unwrapped(con: object, sql: str, data: pa.Table) -> None:
+        real_execute_over_arrow(getattr(con, "real", con), sql, data)
+
+    monkeypatch.setattr(wh, "_connect_live", faulty_connect)
+    monkeypatch.setattr(wh, "_migrate", real_migrate)
+    monkeypatch.setattr(staging, "execute_over_arrow", unwrapped)
+
+
+def test_a_failed_commit_is_reported_not_the_rollback_that_failed_after_it(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    before = _table_counts(wh)
+    published = wh.published_path.read_bytes()
+    _commit_fails(
+        wh,
+        monkeypatch,
+        duckdb.TransactionException(_COMMIT_NO_SPACE),
+        duckdb.IOException("Could not truncate the write-ahead log: Input/output error"),
+    )
+
+    with pytest.raises(WarehouseSpaceError) as caught:
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(3, 10))
+
+    error = caught.value
+    assert error.exit_code == 5
+    assert "was NOT loaded: its COMMIT failed" in error.message
+    assert _COMMIT_NO_SPACE in error.message
+    assert "the ROLLBACK that followed also failed: Could not truncate" in error.message
+    assert "nothing of it was kept" in (error.hint or "")
+    staged = sum(batch.nbytes for _, batch in things_batches(3, 10))  # what it needed, at least
+    assert f"free at least {staged} bytes in {wh.path.parent}" in (error.hint or "")
+    monkeypatch.undo()
+    assert _table_counts(wh) == before
+    assert wh.published_path.read_bytes() == published
+    failed = _only_collection_id(wh, "failed")
+    assert "COMMIT failed" in _collection(wh, failed)[1]
+
+    rerun = load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(3, 10))
+    assert rerun.status == "succeeded"
+    assert _query(wh, "SELECT count(*), count(DISTINCT thing_key) FROM core.things") == [(30, 30)]
+
+
+def test_a_failed_commit_that_is_no_full_disk_says_so_and_what_landed(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's own ROLLBACK after a failed COMMIT ("no transaction is active") is no second
+    fault: the COMMIT's error alone is reported, with no note."""
+    _commit_fails(
+        wh, monkeypatch, duckdb.TransactionException("Failed to commit: write-write conflict"), None
+    )
+    with pytest.raises(WarehouseError) as caught:
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    assert not isinstance(caught.value, WarehouseSpaceError)
+    assert caught.value.message.endswith(
+        "its COMMIT failed: Failed to commit: write-write conflict"
+    )
+    assert "was NOT loaded" in caught.value.message
+    assert "ROLLBACK" not in caught.value.message
+    assert not getattr(caught.value.__cause__, "__notes__", None)
+
+
+def test_rolling_back_never_hides_the_error_that_caused_it() -> None:
+    """``atomic`` (mart refreshes) re-raises the block's error, with a failed ROLLBACK as a
+    note on it, never the ROLLBACK's error instead."""
+    con = duckdb.connect()
+    faulty = _FaultyConnection(
+        con, duckdb.TransactionException("unused"), duckdb.IOException("disk went away")
+    )
+    with (
+        pytest.raises(ValueError, match="the refresh's own error") as caught,
+        transaction.atomic(faulty),
+    ):
+        raise ValueError("the refresh's own error")
+    assert caught.value.__notes__ == ["the ROLLBACK that followed also failed: disk went away"]
+
+
+def test_a_full_disk_while_staging_loads_nothing_and_says_so(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's "No space left on device" while a chunk is staged is no collector's fault (a
+    CollectionError, exit 4) but the warehouse's disk: exit 5, not loaded, rerun loads once."""
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    before = _table_counts(wh)
+
+    def no_space(con: object, sql: str, data: pa.Table) -> None:
+        raise duckdb.IOException(f'Could not write file "{wh.path}": No space left on device')
+
+    monkeypatch.setattr(staging, "execute_over_arrow", no_space)
+    with pytest.raises(WarehouseSpaceError) as caught:
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(4, 10))
+    monkeypatch.undo()
+
+    assert caught.value.exit_code == 5
+    assert "(things, c1) was NOT loaded: the disk of the warehouse" in caught.value.message
+    assert "No space left on device" in caught.value.message
+    hint = caught.value.hint or ""
+    assert "nothing of it was kept" in hint and "says failed" in hint
+    assert str(wh.path.parent) in hint and "rerun the collection" in hint
+    assert _table_counts(wh) == before
+
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(4, 10))
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(4, 10))
+    assert _query(wh, "SELECT count(*) FROM core.things") == [(40,)]

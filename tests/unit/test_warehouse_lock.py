@@ -3,6 +3,8 @@ own lock (someone opened the live file) is reported, never retried."""
 
 from __future__ import annotations
 
+import errno
+import os
 import subprocess
 import sys
 import textwrap
@@ -17,7 +19,7 @@ import pytest
 from annex.errors import WarehouseError
 from annex.settings import WarehouseSettings
 from warehouse import Warehouse, load_collection
-from warehouse.lock import lock_path_for
+from warehouse.lock import lock_path_for, try_writer_lock, writer_lock
 from warehouse.testing import THINGS_MODEL, make_migrations_dir, things_batches
 
 
@@ -161,3 +163,22 @@ def test_a_second_warehouse_on_the_same_file_in_one_thread_is_refused_not_deadlo
         pass
     with second.writer() as con:  # released: the next writer goes ahead
         assert con.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_full_disk_does_not_stop_the_lock_from_being_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Writing the holder's name into the lock file is a courtesy: on a full disk it fails, the
+    lock is held all the same, and the full disk is met (and reported) in the warehouse."""
+
+    def no_space(*args: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", no_space)
+    with (
+        caplog.at_level("WARNING", logger="warehouse.lock"),
+        writer_lock(tmp_path / "w.duckdb", timeout_seconds=1),
+        try_writer_lock(tmp_path / "w.duckdb") as another_writer_got_it,
+    ):
+        assert not another_writer_got_it
+    assert "the lock is held" in caplog.text

@@ -14,9 +14,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from annex.errors import WarehouseError
+from annex.errors import WarehouseError, WarehouseSpaceError
 from annex.settings import WarehouseSettings
 from warehouse import Warehouse, load_collection
+from warehouse.publish import read_stale, stale_marker_path
+from warehouse.space import human_bytes
 from warehouse.testing import THINGS_MODEL, make_migrations_dir, things_batches
 
 
@@ -252,3 +254,124 @@ def test_a_memory_limit_duckdb_refuses_says_which_setting(tmp_path: Path) -> Non
     with pytest.raises(WarehouseError, match=r"warehouse\.memory_limit") as caught:
         wh.migrate()
     assert "4GB" in (caught.value.hint or "")
+
+
+# -- a publish that fails or never finishes: the copy is stale, says so, and is repaired --------
+# (On a real full disk: tests/integration/test_warehouse_disk_full.py.)
+
+
+def _no_space(*args: object) -> int:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_at_publish_is_reported_this_run_and_the_next(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    before = wh.published_path.read_bytes()
+    said: list[str] = []
+
+    # This run: loaded, not published, exit 5, the room it needs and where, the copy intact.
+    monkeypatch.setattr(os, "copy_file_range", _no_space)
+    with pytest.raises(WarehouseSpaceError) as caught:
+        load_collection(
+            wh, THINGS_MODEL, cluster="c2", batches=things_batches(2, 10), on_wait=said.append
+        )
+    error = caught.value
+    assert error.exit_code == 5
+    assert "(things, c2) was loaded, but publishing the analysts' copy failed" in error.message
+    assert f"no room for the new copy in {wh.published_path.parent}" in error.message
+    hint = error.hint or ""
+    assert f"needs at least {human_bytes(wh.path.stat().st_size)} in " in hint
+    assert f"the evidence is safe in the live warehouse {wh.path}" in hint
+    assert "analysts keep reading the previous copy (published " in hint
+    assert said == []
+    assert wh.published_path.read_bytes() == before
+    assert [p.name for p in wh.published_path.parent.iterdir()] == ["analysts.duckdb"]
+    stale = [p for p in wh.status().problems if "is stale since" in p]
+    assert len(stale) == 1 and "no room for the new copy" in stale[0]
+
+    # The next run, still no room: says the copy is stale and why, and fails the same way.
+    with pytest.raises(WarehouseSpaceError, match="the copy has been stale since"):
+        load_collection(
+            wh, THINGS_MODEL, cluster="c3", batches=things_batches(3, 10), on_wait=said.append
+        )
+    assert len(said) == 1
+    assert "is stale since" in said[0] and "no room for the new copy" in said[0]
+    assert "this collection publishes it again" in said[0]
+    assert wh.published_path.read_bytes() == before
+
+    # The first run with room publishes, and says the copy was stale and is not any more.
+    monkeypatch.undo()
+    said.clear()
+    load_collection(
+        wh, THINGS_MODEL, cluster="c4", batches=things_batches(4, 10), on_wait=said.append
+    )
+    assert len(said) == 2 and "is up to date again" in said[1]
+    assert _published_count(wh) == 40
+    assert read_stale(wh.path) is None
+    assert not [p for p in wh.status().problems if "stale" in p]
+
+
+def test_annex_warehouse_publish_repairs_a_stale_copy(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    monkeypatch.setattr(os, "copy_file_range", _no_space)
+    with pytest.raises(WarehouseSpaceError, match="was loaded, but publishing"):
+        load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(2, 10))
+    with pytest.raises(WarehouseSpaceError, match="no room for the new copy"):
+        wh.publish()
+    monkeypatch.undo()
+    said: list[str] = []
+    wh.publish(on_wait=said.append)
+    assert len(said) == 1 and "up to date again" in said[0] and "no room" in said[0]
+    assert _published_count(wh) == 20
+
+
+def test_a_publish_that_could_not_say_why_is_still_stale(wh: Warehouse) -> None:
+    """On a disk too full for even the note, the marker is empty: still stale."""
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    stale_marker_path(wh.path).write_bytes(b"")
+    stale = read_stale(wh.path)
+    assert stale is not None and "no room was left to record why" in stale.reason
+    assert any("is stale since" in p for p in wh.status().problems)
+    wh.publish()
+    assert read_stale(wh.path) is None
+
+
+def test_a_publish_killed_mid_copy_leaves_the_copy_marked_stale(wh: Warehouse) -> None:
+    load_collection(wh, THINGS_MODEL, cluster="c1", batches=things_batches(1, 10))
+    before = wh.published_path.read_bytes()
+    killed = textwrap.dedent(
+        f"""
+        import time
+        from pathlib import Path
+        from annex.settings import WarehouseSettings
+        from warehouse import Warehouse, connection
+
+        def copy_forever(live, published):
+            print("copying", flush=True)
+            time.sleep(60)
+
+        connection.copy_atomically = copy_forever
+        Warehouse(WarehouseSettings(
+            path=Path({str(wh.path)!r}), published_path=Path({str(wh.published_path)!r})
+        ), migrations_dir=Path({str(wh.migrations_dir)!r})).publish()
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", killed], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "copying"
+    finally:
+        proc.kill()
+        proc.wait()
+    stale = read_stale(wh.path)
+    assert stale is not None and "did not finish" in stale.reason
+    assert wh.published_path.read_bytes() == before
+    said: list[str] = []
+    load_collection(
+        wh, THINGS_MODEL, cluster="c1", batches=things_batches(2, 10), on_wait=said.append
+    )
+    assert "is stale since" in said[0] and "did not finish" in said[0]
+    assert _published_count(wh) == 20

@@ -22,7 +22,7 @@ documents every column; the rules, in order:
    for the whole node. Tiers: verified (``pass``/``verified``) and self_reported
    (``unverifiable``/``self_reported``, the NVIDIA local verifier).
 3. CPU-covered (per node and boot): passing verified Azure Attestation / Intel Trust Authority
-   windows, merged.
+   windows of a confidential VM (SEV-SNP or TDX; an SGX enclave's token covers nothing), merged.
 4. Verified = GPU-covered (verified) ∩ CPU-covered, same node and boot.
 5. Each instant of an allocation is verified, else self_reported (GPU self-reported covered),
    else unattested (the inventory knew the node with GPU capacity), else unknown.
@@ -207,6 +207,7 @@ SELECT
     r.boot_id,
     r.subject_kind,
     r.token_role,
+    r.tee_type,
     coalesce(r.device_ueid, r.gpu_uuid, r.submod_key) AS device,
     CASE WHEN r.verdict = 'pass' THEN 'verified' ELSE 'self_reported' END AS tier,
     r.valid_from AS s,
@@ -327,7 +328,9 @@ WHERE c.devices >= k.gpu_capacity;
 CREATE OR REPLACE TEMP TABLE cov_cpu_pieces AS
 SELECT node_name, boot_id, greatest(s, $lo) AS s, e
 FROM cov_heads
-WHERE subject_kind = 'cpu_tee' AND tier = 'verified' AND greatest(s, $lo) < e;
+WHERE subject_kind = 'cpu_tee' AND tier = 'verified' AND greatest(s, $lo) < e
+  -- an SGX enclave's token (Intel Trust Authority) attests an enclave, not the node's VM
+  AND tee_type IS DISTINCT FROM 'sgx';
 """
     + _merged("cov_cpu_windows", "cov_cpu_pieces", "node_name, boot_id")
     + """;

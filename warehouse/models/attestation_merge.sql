@@ -12,13 +12,24 @@
 --    (earlier = stored, then by received_at, submission_id):
 --    * replay: the same token, or the same (issuer, jti) in other bytes (an ECDSA signature
 --      can be re-encoded), presented earlier by another node or boot. The replayed row gets a
---      record_id of its own; the first presentation keeps the collector's;
+--      record_id of its own; the first presentation keeps the collector's. Only authenticated
+--      presentations count as earlier (signature verified with a pinned key; never the local
+--      verifier's HS256): a bad-signature token never claims a jti. Presentations rank by
+--      binding: 2 = the token carries the nonce annex issued to the presenting node (MAC), 1 =
+--      the token carries the submission's own (attester-chosen) nonce, 0 = it does not (a copy
+--      in another node's submission). A higher rank is never the replay of a lower one. At
+--      equal rank an earlier collection is earlier; within one collection receipt order decides
+--      only between intake presentations (annex's clock): a watched file's time is its mtime,
+--      which the writer sets, so equal-rank presentations where either is a file are both
+--      replays;
 --    * device_mismatch: a passing verified detached GPU token whose ueid is bound to another
 --      GPU UUID, or to another node still in the inventory, or whose GPU UUID is bound to another
 --      ueid (core.gpu_attested_devices; without a stored binding, the earliest such token of
 --      this collection decides);
 --    * device_mismatch: one GPU (by ueid, else GPU UUID) under two submodule keys of one NRAS
 --      result: the later key fails (coverage counts a result's detached rows as its GPUs);
+--    * device_mismatch on an NRAS overall row whose detached device fails its binding here:
+--      the result no longer vouches for the node's GPUs (coverage counts the overall row);
 --    * device_mismatch: an Azure Attestation vm_id that is not the node's system UUID (core.nodes:
 --      the version valid at issued_at, else the latest; case-insensitive, and also with the first
 --      three fields byte-swapped, the way a VM's SMBIOS UUID can show Azure's VM id).
@@ -117,12 +128,14 @@ SET VARIABLE att_received_hi = (SELECT max(received_at) FROM att_presented);
 -- this collection's ranges are read (the scans prune row groups by their min/max).
 CREATE OR REPLACE TEMP TABLE att_stored AS
 SELECT cluster, record_id, submission_id, received_at, node_name, boot_id, token_sha256,
-       submod_key, issuer, jti
+       submod_key, issuer, jti, provider, signature_valid, verdict, nonce_matched, nonce_source,
+       reasons
 FROM core.attestation_records
 WHERE issued_at >= getvariable('att_issued_lo') AND issued_at <= getvariable('att_issued_hi')
 UNION
 SELECT cluster, record_id, submission_id, received_at, node_name, boot_id, token_sha256,
-       submod_key, issuer, jti
+       submod_key, issuer, jti, provider, signature_valid, verdict, nonce_matched, nonce_source,
+       reasons
 FROM core.attestation_records
 WHERE received_at >= getvariable('att_received_lo')
   AND received_at <= getvariable('att_received_hi');
@@ -139,28 +152,56 @@ WHERE NOT EXISTS (
 );
 
 -- 4. Replays ------------------------------------------------------------------------------------
+CREATE OR REPLACE TEMP MACRO att_authenticated(provider, signature_valid, verdict) AS
+    provider IS DISTINCT FROM 'nvidia-local' AND coalesce(signature_valid, verdict = 'pass');
+CREATE OR REPLACE TEMP MACRO att_binding(nonce_matched, nonce_source, reasons) AS CASE
+    WHEN nonce_matched IS FALSE OR list_contains(coalesce(reasons, []::VARCHAR[]), 'nonce_mismatch')
+        THEN 0
+    WHEN nonce_matched AND nonce_source = 'collector' THEN 2
+    ELSE 1
+END;
+
+CREATE OR REPLACE TEMP TABLE att_new_ranked AS
+SELECT n.submission_id, n.record_id,
+       att_binding(n.nonce_matched, n.nonce_source, n.reasons) AS binding,
+       s.source_kind IS DISTINCT FROM 'file' AS stamped
+FROM att_new AS n
+LEFT JOIN (
+    SELECT submission_id, any_value(source_kind) AS source_kind
+    FROM stage_attestation_submissions
+    GROUP BY submission_id
+) AS s ON s.submission_id = n.submission_id;
+
 CREATE OR REPLACE TEMP TABLE att_earlier AS
 SELECT cluster, record_id, submission_id, received_at, node_name, boot_id, token_sha256, issuer,
-       jti, 0 AS rank_group
+       jti, 0 AS rank_group, att_binding(nonce_matched, nonce_source, reasons) AS binding,
+       true AS stamped
 FROM att_stored
+WHERE att_authenticated(provider, signature_valid, verdict)
 UNION ALL
-SELECT getvariable('cluster'), record_id, submission_id, received_at, node_name, boot_id,
-       token_sha256, issuer, jti, 1
-FROM att_new;
+SELECT getvariable('cluster'), n.record_id, n.submission_id, n.received_at, n.node_name,
+       n.boot_id, n.token_sha256, n.issuer, n.jti, 1, k.binding, k.stamped
+FROM att_new AS n
+JOIN att_new_ranked AS k ON k.submission_id = n.submission_id AND k.record_id = n.record_id
+WHERE att_authenticated(n.provider, n.signature_valid, n.verdict);
 
 CREATE OR REPLACE TEMP TABLE att_replays AS
 WITH matches AS (
     SELECT n.submission_id, n.record_id, n.node_name AS new_node, n.boot_id AS new_boot,
-           n.received_at AS new_received_at, true AS same_token, e.*
+           n.received_at AS new_received_at, k.binding AS new_binding,
+           k.stamped AS new_stamped, true AS same_token, e.*
         EXCLUDE (submission_id, record_id, token_sha256, issuer, jti),
            e.submission_id AS earlier_submission_id, e.record_id AS earlier_record_id
     FROM att_new AS n
+    JOIN att_new_ranked AS k ON k.submission_id = n.submission_id AND k.record_id = n.record_id
     JOIN att_earlier AS e ON e.token_sha256 = n.token_sha256
     UNION ALL
-    SELECT n.submission_id, n.record_id, n.node_name, n.boot_id, n.received_at, false, e.*
+    SELECT n.submission_id, n.record_id, n.node_name, n.boot_id, n.received_at, k.binding,
+           k.stamped, false, e.*
         EXCLUDE (submission_id, record_id, token_sha256, issuer, jti),
            e.submission_id, e.record_id
     FROM att_new AS n
+    JOIN att_new_ranked AS k ON k.submission_id = n.submission_id AND k.record_id = n.record_id
     JOIN att_earlier AS e
         ON e.issuer = n.issuer AND e.jti = n.jti AND e.token_sha256 <> n.token_sha256
 ),
@@ -169,7 +210,10 @@ replays AS (
     FROM matches
     WHERE (cluster <> getvariable('cluster') OR node_name IS DISTINCT FROM new_node
            OR boot_id IS DISTINCT FROM new_boot)
-      AND (rank_group = 0 OR received_at < new_received_at
+      AND binding >= new_binding
+      AND (binding > new_binding OR rank_group = 0
+           OR NOT (stamped AND new_stamped)
+           OR received_at < new_received_at
            OR (received_at = new_received_at AND earlier_submission_id < submission_id))
 )
 SELECT
@@ -186,7 +230,7 @@ SELECT
 FROM replays
 QUALIFY row_number() OVER (
     PARTITION BY submission_id, record_id
-    ORDER BY rank_group, received_at, earlier_submission_id, earlier_record_id
+    ORDER BY binding DESC, rank_group, received_at, earlier_submission_id, earlier_record_id
 ) = 1;
 
 -- The rows' ids: a replayed token's row gets an id of its own (the collector's is the first
@@ -333,13 +377,31 @@ WITH versions AS (
 SELECT
     submission_id,
     record_id,
-    format('device_mismatch: x-ms-azurevm-vmid {} is not the system UUID of node {} in the '
+    format('device_mismatch: the Azure VM id {} (x-ms-azurevm-vmid, else the runtime claims'' '
+           'vm-configuration.vmUniqueId) is not the system UUID of node {} in the '
            'inventory ({})', vm_id, node_name, system_uuid) AS message
 FROM versions
 WHERE vm <> su
   AND vm <> substr(su, 7, 2) || substr(su, 5, 2) || substr(su, 3, 2) || substr(su, 1, 2) || '-'
             || substr(su, 12, 2) || substr(su, 10, 2) || '-' || substr(su, 17, 2)
             || substr(su, 15, 2) || substr(su, 19);
+
+-- A GPU failing its binding here fails its NRAS result too: coverage counts a result by its
+-- overall row and at least the node's GPU capacity of detached rows.
+CREATE OR REPLACE TEMP TABLE att_result_devices AS
+SELECT
+    n.submission_id,
+    n.parent_record_id AS record_id,
+    format('device_mismatch: {} of this result fail their device binding',
+           string_agg(n.submod_key, ', ' ORDER BY n.submod_key)) AS message
+FROM att_new AS n
+WHERE n.token_role = 'detached' AND n.parent_record_id IS NOT NULL
+  AND (EXISTS (SELECT 1 FROM att_duplicate_devices AS u
+               WHERE u.submission_id = n.submission_id AND u.record_id = n.record_id)
+       OR EXISTS (SELECT 1 FROM att_device_checks AS d
+                  WHERE d.submission_id = n.submission_id AND d.record_id = n.record_id
+                    AND d.message IS NOT NULL))
+GROUP BY n.submission_id, n.parent_record_id;
 
 -- 4. Verdicts ------------------------------------------------------------------------------------
 CREATE OR REPLACE TEMP TABLE att_findings AS
@@ -354,14 +416,16 @@ SELECT
         coalesce(r.first_boot, '?'), r.first_cluster, r.first_submission_id,
         r.first_received_at)
     END AS replay_message,
-    coalesce(u.message, d.message, v.message) AS device_message
+    coalesce(u.message, d.message, v.message, c.message) AS device_message
 FROM att_new AS n
 LEFT JOIN att_replays AS r ON r.submission_id = n.submission_id AND r.record_id = n.record_id
 LEFT JOIN att_duplicate_devices AS u
     ON u.submission_id = n.submission_id AND u.record_id = n.record_id
 LEFT JOIN att_device_checks AS d
     ON d.submission_id = n.submission_id AND d.record_id = n.record_id AND d.message IS NOT NULL
-LEFT JOIN att_vm_checks AS v ON v.submission_id = n.submission_id AND v.record_id = n.record_id;
+LEFT JOIN att_vm_checks AS v ON v.submission_id = n.submission_id AND v.record_id = n.record_id
+LEFT JOIN att_result_devices AS c
+    ON c.submission_id = n.submission_id AND c.record_id = n.record_id;
 
 INSERT INTO core.attestation_records BY NAME
 WITH judged AS (
