@@ -9,7 +9,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-APT_PACKAGES := libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core chromium chromium-driver qpdf poppler-utils gcc libc6-dev
+APT_PACKAGES := libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core chromium chromium-driver qpdf poppler-utils gcc libc6-dev prometheus
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 export UV_PYTHON_DOWNLOADS ?= never

@@ -87,6 +87,7 @@ def collect_gpu_telemetry(
             start=window_start,
             end=window_end,
             token=prometheus_token(target),
+            basic_auth=prometheus_basic_auth(target),
         )
     elif target.dcgm_exporter_urls:
         urls = exporter_urls(target.dcgm_exporter_urls, gpu_nodes(wh, target.name))
@@ -115,6 +116,31 @@ def prometheus_token(target: ClusterSettings) -> str | None:
             "prometheus_token_env if Prometheus needs none",
         )
     return token
+
+
+def prometheus_basic_auth(target: ClusterSettings) -> tuple[str, str] | None:
+    """``(username, password)`` for Prometheus' own basic auth, the password from the
+    environment variable the settings name (never from a file; never logged or stored)."""
+    if target.prometheus_token_env and (
+        target.prometheus_username or target.prometheus_password_env
+    ):
+        raise ConfigError(
+            f"cluster {target.name!r} sets both prometheus_token_env and basic auth "
+            "(prometheus_username/prometheus_password_env)",
+            hint="Prometheus takes either a bearer token or basic auth: remove one of them",
+        )
+    if not target.prometheus_username or not target.prometheus_password_env:
+        return None
+    password = os.environ.get(target.prometheus_password_env)
+    if not password:
+        raise ConfigError(
+            f"cluster {target.name!r}: environment variable {target.prometheus_password_env} "
+            "(prometheus_password_env) is not set or empty",
+            hint=f"export the password of Prometheus user {target.prometheus_username!r} in "
+            "that variable, or remove prometheus_username and prometheus_password_env if "
+            "Prometheus needs no basic auth",
+        )
+    return target.prometheus_username, password
 
 
 def gpu_nodes(wh: Warehouse, cluster: str) -> list[str]:

@@ -268,6 +268,10 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
             lines.append(f"prometheus_url = {_toml(cluster.prometheus_url)}")
         if cluster.prometheus_token_env is not None:
             lines.append(f"prometheus_token_env = {_toml(cluster.prometheus_token_env)}")
+        if cluster.prometheus_username is not None:
+            lines.append(f"prometheus_username = {_toml(cluster.prometheus_username)}")
+        if cluster.prometheus_password_env is not None:
+            lines.append(f"prometheus_password_env = {_toml(cluster.prometheus_password_env)}")
         if cluster.dcgm_exporter_urls:
             lines.append(f"dcgm_exporter_urls = {_toml(cluster.dcgm_exporter_urls)}")
     path.parent.mkdir(parents=True, exist_ok=True)

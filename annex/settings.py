@@ -182,6 +182,11 @@ class ClusterSettings:
     """Prometheus (or a compatible API) holding this cluster's DCGM exporter series."""
     prometheus_token_env: str | None = None
     """Name of the environment variable holding Prometheus' bearer token (never the token)."""
+    prometheus_username: str | None = None
+    """User name for Prometheus' own basic auth (``--web.config.file`` ``basic_auth_users``)."""
+    prometheus_password_env: str | None = None
+    """Name of the environment variable holding that user's password (never the password).
+    Basic auth and a bearer token exclude each other."""
     dcgm_exporter_urls: tuple[str, ...] = ()
     """Exporter ``/metrics`` URLs to scrape; ``{node}`` expands to each GPU node's name."""
 
@@ -780,6 +785,8 @@ def _cluster(
     profile = reader.get("topology_profile", str, None)
     prometheus_url = reader.get("prometheus_url", str, None)
     token_env = reader.get("prometheus_token_env", str, None)
+    username = reader.get("prometheus_username", str, None)
+    password_env = reader.get("prometheus_password_env", str, None)
     exporters = reader.strings("dcgm_exporter_urls", ())
     reader.finish()
     urls = [("prometheus_url", prometheus_url)] if prometheus_url is not None else []
@@ -791,11 +798,34 @@ def _cluster(
             raise reader.error(
                 f"{prefix}.{key}",
                 "<redacted>",
-                "must not carry credentials; name an environment variable in prometheus_token_env",
+                "must not carry credentials; name an environment variable in "
+                "prometheus_token_env or prometheus_password_env",
             )
-    if token_env is not None and not token_env.replace("_", "").isalnum():
+    for key, env in (
+        ("prometheus_token_env", token_env),
+        ("prometheus_password_env", password_env),
+    ):
+        if env is not None and not env.replace("_", "").isalnum():
+            raise reader.error(f"{prefix}.{key}", env, "must be an environment variable name")
+    if token_env is not None and (username is not None or password_env is not None):
         raise reader.error(
-            f"{prefix}.prometheus_token_env", token_env, "must be an environment variable name"
+            f"{prefix}.prometheus_username",
+            username,
+            "cannot be combined with prometheus_token_env: Prometheus takes either a bearer "
+            "token or basic auth; remove one of them",
+        )
+    if (username is None) != (password_env is None):
+        missing = "prometheus_password_env" if password_env is None else "prometheus_username"
+        raise reader.error(
+            f"{prefix}.{missing}",
+            None,
+            "is required with "
+            + ("prometheus_username" if password_env is None else "prometheus_password_env")
+            + " (basic auth needs a user name and the environment variable holding the password)",
+        )
+    if username is not None and (not username or ":" in username):
+        raise reader.error(
+            f"{prefix}.prometheus_username", username, "must be non-empty and contain no ':'"
         )
     if in_cluster and (kubeconfig is not None or context is not None):
         raise reader.error(
@@ -817,6 +847,8 @@ def _cluster(
         topology_profile=profile,
         prometheus_url=prometheus_url.rstrip("/") if prometheus_url else None,
         prometheus_token_env=token_env,
+        prometheus_username=username,
+        prometheus_password_env=password_env,
         dcgm_exporter_urls=exporters,
     )
 

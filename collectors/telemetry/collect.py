@@ -8,8 +8,9 @@ range API (``source='query_range'``). Both yield ``(table, RecordBatch)`` pairs:
   always before any sample that references it. Names are mapped through ``fields`` to the
   canonical metric and unit; the well-known labels become columns, the rest stay in ``labels``.
 * ``telemetry_samples``: ``(ts, series_index, value)`` in the canonical unit. NaN and +-Inf
-  are skipped and counted; counters are stored as received (a reset survives unchanged: the
-  warehouse turns counters into increases).
+  are skipped and counted; DCGM's blank sentinels (``blanks``: no reading) are skipped and
+  counted as missing (``telemetry_targets.blank_values``); counters are stored as received (a
+  reset survives unchanged: the warehouse turns counters into increases).
 * ``telemetry_extents``: per series that had samples, its first and last sample time and its
   sample count over the whole collection, once, after the last samples batch (``Extents``).
   The warehouse keeps each series' watermark from it instead of rescanning what it loaded.
@@ -17,13 +18,22 @@ range API (``source='query_range'``). Both yield ``(table, RecordBatch)`` pairs:
 * ``rejected``: an unparsable exposition (the whole target, with the parser's message) and
   series without a GPU UUID (``missing_gpu_uuid``).
 
-Workload labels: ``exported_pod``/``exported_namespace``/``exported_container`` win when
-present (Prometheus renamed the exporter's labels because the scrape target has its own
-``pod``...). Without them, a series Prometheus scraped through Kubernetes service discovery
-(it carries both ``service`` and ``endpoint`` target labels) has ``pod``/``namespace``/
-``container`` describing the *exporter pod*, so they stay in ``labels`` and the workload is
-NULL; otherwise (a direct scrape, or ``honor_labels``) they are the workload's. Empty values
-are NULL.
+Workload labels (``attribution``): ``exported_*`` (Prometheus renamed the exporter's labels,
+``honorLabels: false``), ``pod_name``/``pod_namespace``/``container_name``
+(``--use-old-namespace``), or ``pod``/``namespace``/``container`` unless they are the scrape
+target's own (``honorLabels: true`` on a line without workload; Prometheus' ``up`` series say
+which pod each target is). The exporter's own pod is never a workload. Empty values are NULL.
+
+Shared GPUs (dcgm-exporter 4.8+ ``--kubernetes-virtual-gpus``, time-slicing or MPS): the
+exporter prints the GPU's device-level line (no workload) *and* one line per pod sharing it. The
+device-level line is the GPU's value; a pod line of a metric whose device-level line is also
+present is that pod's *share* (``pod_share`` true), which the utilisation marts never add to
+the GPU's own figures. (Before 4.8 the mode printed a copy of the device value per pod and no
+device-level line: copies, which the marts average per GPU, never sum.)
+
+Per-link series (NVLink) name the GPU ``gpu_uuid``/``model_name`` in some versions: read as
+``UUID``/``modelName``; their ``link`` label (or a name ending ``_L<n>``) becomes the ``link``
+column, part of the series identity.
 
 A failed exporter (connection, HTTP status, unparsable body) never aborts the others. A
 failed Prometheus query aborts the collection with a ``CollectionError`` carrying
@@ -32,6 +42,8 @@ Prometheus' ``errorType``/``error``: the warehouse then keeps nothing of it.
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -44,7 +56,9 @@ import pyarrow.compute as pc
 
 from annex.errors import CollectionError
 from annex.settings import Settings
-from collectors.telemetry import fields, schema
+from collectors.telemetry import attribution, fields, schema
+from collectors.telemetry.attribution import ExporterPods
+from collectors.telemetry.blanks import blank_mask
 from collectors.telemetry.exposition import ExpositionError, parse
 from collectors.telemetry.query_range import (
     FetchError,
@@ -61,17 +75,21 @@ from collectors.telemetry.query_range import (
     redact,
 )
 
+log = logging.getLogger(__name__)
+
+TARGETS_QUERY = 'up{pod!=""}'
+"""Every scrape target that is a Kubernetes pod, with its own labels (``attribution``); read
+once per collection through ``/api/v1/series`` (label sets, no samples)."""
 RAW_CAP = 64 * 1024
 """At most this much of a rejected body is kept as ``raw``."""
 MAX_PARALLEL_SCRAPES = 16
 SCRAPE_ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 
-_WORKLOAD = ("pod", "namespace", "container")
 _CONSUMED = {
-    "UUID",
-    "uuid",
+    *fields.UUID_LABELS,
+    *fields.MODEL_LABELS,
+    *fields.LINK_LABELS,
     "gpu",
-    "modelName",
     "pci_bus_id",
     "device",
     "GPU_I_PROFILE",
@@ -98,6 +116,7 @@ class TargetRecord:
     skipped_nan: int = 0
     unknown_metrics: int = 0
     non_dcgm_metrics: int = 0
+    blank_values: int = 0
 
 
 @dataclass
@@ -113,6 +132,7 @@ class _Stats:
     series: set[int] = field(default_factory=set)
     samples: int = 0
     skipped: int = 0
+    blank: int = 0
     unknown: set[str] = field(default_factory=set)
     non_dcgm: set[str] = field(default_factory=set)
 
@@ -120,6 +140,7 @@ class _Stats:
         record.series += len(self.series)
         record.samples += self.samples
         record.skipped_nan += self.skipped
+        record.blank_values += self.blank
         record.unknown_metrics += len(self.unknown)
         record.non_dcgm_metrics += len(self.non_dcgm)
 
@@ -200,8 +221,8 @@ def _runs(index: pa.Array | pa.ChunkedArray, ts: pa.Array | pa.ChunkedArray) -> 
 
 
 class SeriesTable:
-    """Series seen so far in one collection: dense indexes, the rows not yet yielded, and the
-    extents of their samples."""
+    """Series seen so far in one collection: dense indexes, the rows not yet yielded, the
+    extents of their samples, the scrape targets' own pods and the GPUs' device-level lines."""
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -209,23 +230,44 @@ class SeriesTable:
         self.rejected: set[tuple] = set()
         self.columns: dict[str, list] = {name: [] for name in schema.SERIES.names}
         self.extents = Extents()
+        self.exporters = ExporterPods()
+        self.device_lines: set[tuple] = set()
+        """``device_group`` of every series without a workload (a GPU's device-level line)."""
 
     def __len__(self) -> int:
         return len(self.index)
 
     def intern(
-        self, name: str, labels: dict[str, str], declared_type: str | None, target: str
+        self,
+        name: str,
+        labels: dict[str, str],
+        declared_type: str | None,
+        target: str,
+        row: dict[str, object] | None = None,
+        key: tuple | None = None,
     ) -> tuple[int, float] | None:
-        """``(series_index, divisor)``; None when the series has no GPU UUID."""
-        key = (name, tuple(sorted(labels.items())))
+        """``(series_index, divisor)``; None when the series has no GPU UUID.
+
+        ``row`` is ``normalise(labels, ...)`` and ``key`` the series' key when the caller
+        already has them.
+        """
+        if key is None:
+            key = (name, tuple(sorted(labels.items())))
         hit = self.index.get(key)
         if hit is not None:
             return hit
-        uuid = labels.get("UUID") or labels.get("uuid")
+        uuid = _first(labels, fields.UUID_LABELS)
         if not uuid:
             return None
         resolved = fields.resolve(name, declared_type)
-        row = normalise(labels, self.source)
+        if row is None:
+            row = normalise(labels, self.source, self.exporters, name)
+        group = device_group(name, uuid, row)
+        if row["pod"] is None and row["namespace"] is None:
+            self.device_lines.add(group)
+            share = False
+        else:
+            share = group in self.device_lines
         n = len(self.index)
         c = self.columns
         c["series_index"].append(n)
@@ -247,9 +289,11 @@ class SeriesTable:
             "mig_profile",
             "mig_instance",
             "driver_version",
+            "link",
             "labels",
         ):
             c[column].append(row[column])
+        c["pod_share"].append(share)
         c["source"].append(self.source)
         c["target"].append(target)
         self.index[key] = (n, resolved.divisor)
@@ -264,37 +308,47 @@ class SeriesTable:
         return batch
 
 
-def normalise(labels: dict[str, str], source: str) -> dict[str, object]:
+def device_group(name: str, uuid: str, row: dict[str, object]) -> tuple:
+    """What a GPU's device-level line and its pods' share lines have in common."""
+    return (name, uuid, row["hostname"], row["mig_profile"], row["mig_instance"], row["link"])
+
+
+def _first(labels: dict[str, str], names: Sequence[str]) -> str | None:
+    for name in names:
+        value = labels.get(name)
+        if value:
+            return value
+    return None
+
+
+_LINK_SUFFIX = re.compile(r"_L([0-9]+)$")
+
+
+def normalise(
+    labels: dict[str, str],
+    source: str,
+    exporters: ExporterPods | None = None,
+    name: str = "",
+) -> dict[str, object]:
     """The label columns of a series and the labels left over (see the module docstring)."""
-
-    def first(*names: str) -> str | None:
-        for name in names:
-            value = labels.get(name)
-            if value:
-                return value
-        return None
-
-    rest = {k: v for k, v in labels.items() if k not in _CONSUMED}
-    if any(f"exported_{w}" in labels for w in _WORKLOAD):
-        workload = {w: labels.get(f"exported_{w}") or None for w in _WORKLOAD}
-        for w in _WORKLOAD:
-            rest.pop(f"exported_{w}", None)
-    elif source == "query_range" and "service" in labels and "endpoint" in labels:
-        workload = dict.fromkeys(_WORKLOAD)  # pod/namespace/container are the exporter's
-    else:
-        workload = {w: labels.get(w) or None for w in _WORKLOAD}
-        for w in _WORKLOAD:
-            rest.pop(w, None)
+    (pod, namespace, container), consumed = attribution.workload(labels, source, exporters)
+    rest = {k: v for k, v in labels.items() if k not in _CONSUMED and k not in consumed}
+    link = _first(labels, fields.LINK_LABELS)
+    if link is None and (suffix := _LINK_SUFFIX.search(name)) is not None:
+        link = suffix.group(1)
     return {
-        "hostname": first(*fields.HOSTNAME_LABELS),
+        "hostname": _first(labels, fields.HOSTNAME_LABELS),
         "gpu_index": _int(labels.get("gpu")),
-        "model_name": first("modelName"),
-        "pci_bus_id": first("pci_bus_id"),
-        "device": first("device"),
-        **workload,
-        "mig_profile": first("GPU_I_PROFILE"),
+        "model_name": _first(labels, fields.MODEL_LABELS),
+        "pci_bus_id": _first(labels, ("pci_bus_id",)),
+        "device": _first(labels, ("device",)),
+        "pod": pod,
+        "namespace": namespace,
+        "container": container,
+        "mig_profile": _first(labels, ("GPU_I_PROFILE",)),
         "mig_instance": _int(labels.get("GPU_I_ID")),
-        "driver_version": first(*fields.DRIVER_VERSION_LABELS),
+        "driver_version": _first(labels, fields.DRIVER_VERSION_LABELS),
+        "link": link,
         "labels": sorted(rest.items()),
     }
 
@@ -309,6 +363,36 @@ def _int(text: str | None) -> int | None:
 def _series_text(name: str, labels: dict[str, str]) -> str:
     body = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()) if k != "__name__")
     return f"{name}{{{body}}}"
+
+
+def _renamed(labels: dict[str, str]) -> bool:
+    """Prometheus renamed the exporter's workload labels: ``pod``... are the target's own."""
+    return any(name in labels for name in attribution.EXPORTED)
+
+
+def _prepare(
+    table: SeriesTable, names: Sequence[str], labels: Sequence[dict[str, str]]
+) -> list[tuple[tuple | None, dict[str, object] | None]]:
+    """``(key, normalised row)`` of each new DCGM series of a block (``(key, None)`` for known
+    ones, ``(None, None)`` for other families), after learning every target's own pod from the
+    block's renamed lines and registering the GPUs' device-level lines: whether a pod line is a
+    share depends on the whole block."""
+    keys: list[tuple | None] = []
+    for name, lab in zip(names, labels, strict=True):
+        key = (name, tuple(sorted(lab.items()))) if fields.is_dcgm(name) else None
+        keys.append(key)
+        if key is not None and key not in table.index and _renamed(lab):
+            table.exporters.add_target(lab)
+    out: list[tuple[tuple | None, dict[str, object] | None]] = []
+    for key, name, lab in zip(keys, names, labels, strict=True):
+        row = None
+        if key is not None and key not in table.index:
+            row = normalise(lab, table.source, table.exporters, name)
+            uuid = _first(lab, fields.UUID_LABELS)
+            if uuid and row["pod"] is None and row["namespace"] is None:
+                table.device_lines.add(device_group(name, uuid, row))
+        out.append((key, row))
+    return out
 
 
 def build_samples(
@@ -331,15 +415,17 @@ def build_samples(
     index_col: list[int] = []
     divisor_col: list[float] = []
     keep: list[bool] = []
-    for name, series_labels, kind, n in zip(names, labels, declared, counts, strict=True):
+    prepared = _prepare(table, names, labels)
+    for name, series_labels, kind, n, (key, row) in zip(
+        names, labels, declared, counts, prepared, strict=True
+    ):
         ok = False
         idx, divisor = 0, 1.0
         if not fields.is_dcgm(name):
             stats.non_dcgm.add(name)
         else:
-            hit = table.intern(name, series_labels, kind, target)
+            hit = table.intern(name, series_labels, kind, target, row, key)
             if hit is None:
-                key = (name, tuple(sorted(series_labels.items())))
                 if key not in table.rejected:
                     table.rejected.add(key)
                     text = _series_text(name, series_labels)
@@ -365,7 +451,10 @@ def build_samples(
     finite = pc.is_finite(canonical)
     keep_arr = pa.array(keep, pa.bool_())
     stats.skipped = pc.sum(pc.and_(keep_arr, pc.invert(finite))).as_py() or 0
-    mask = pc.and_(keep_arr, finite)
+    keep_arr = pc.and_(keep_arr, finite)
+    blank = blank_mask(values)
+    stats.blank = pc.sum(pc.and_(keep_arr, blank)).as_py() or 0
+    mask = pc.and_(keep_arr, pc.invert(blank))
     ts = pc.cast(pc.round(pc.multiply(times, 1_000_000.0)), pa.int64()).cast(schema.TIMESTAMP)
     samples = pa.RecordBatch.from_arrays(
         [
@@ -478,6 +567,7 @@ def collect_exporters(
                         yield "telemetry_series", result.series
                     if result.samples.num_rows:
                         yield "telemetry_samples", result.samples
+            _say_blank(record)
             records.append(record)
             if on_target is not None:
                 on_target(record)
@@ -507,6 +597,17 @@ def _in_order(
     finally:
         for _item, future in pending:
             future.cancel()
+
+
+def _say_blank(record: TargetRecord) -> None:
+    """Missing readings are said, not silently dropped (also in telemetry_targets)."""
+    if record.blank_values:
+        log.warning(
+            "%s: %d samples were DCGM blank sentinels (no reading: blank, not found, not "
+            "supported or not permissioned) and count as missing, not as readings",
+            record.target,
+            record.blank_values,
+        )
 
 
 def _detail(body: bytes) -> str:
@@ -560,10 +661,13 @@ def collect_prometheus(
     start: datetime,
     end: datetime,
     token: str | None = None,
+    basic_auth: tuple[str, str] | None = None,
     on_window: Callable[[TargetRecord], None] | None = None,
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
     """Read every DCGM series in ``[start, end)`` at ``telemetry.step_seconds`` resolution.
 
+    ``token`` (bearer) or ``basic_auth`` (``(user, password)``, Prometheus' own
+    ``--web.config.file``) authenticate the queries; both at once is a ``CollectionError``.
     Raises ``CollectionError`` (``PrometheusError`` with Prometheus' ``errorType``/``error``
     when it refused a query); the consumer then discards what it received.
     """
@@ -571,6 +675,7 @@ def collect_prometheus(
     client = PrometheusClient(
         url,
         token=token,
+        basic_auth=basic_auth,
         timeout=tel.request_timeout_seconds,
         max_response_bytes=tel.max_response_bytes,
     )
@@ -581,6 +686,19 @@ def collect_prometheus(
     table = SeriesTable("query_range")
     records: list[TargetRecord] = []
     rejections: list[Rejection] = []
+    if windows:
+        try:
+            targets = client.series(TARGETS_QUERY, windows[0].start, windows[-1].end)
+        except PrometheusError as exc:
+            raise PrometheusError(
+                f"cluster {cluster}: {exc.message}",
+                status=exc.status,
+                error_type=exc.error_type,
+                error=exc.error,
+                hint=exc.hint,
+            ) from exc
+        for labels in targets:  # which pod each scrape target is (attribution)
+            table.exporters.add_target(labels)
     for window in windows:
         record = TargetRecord(client.target, "query_range", _naive(datetime.now(UTC)))
         clock = time.perf_counter()
@@ -593,6 +711,7 @@ def collect_prometheus(
                     stats.series |= part.series
                     stats.samples += part.samples
                     stats.skipped += part.skipped
+                    stats.blank += part.blank
                     stats.unknown |= part.unknown
                     if series is not None:
                         yield "telemetry_series", series
@@ -610,6 +729,7 @@ def collect_prometheus(
             raise CollectionError(f"cluster {cluster}: {exc.message}", hint=exc.hint) from exc
         stats.add_to(record)
         record.duration_ms = (time.perf_counter() - clock) * 1000
+        _say_blank(record)
         records.append(record)
         if on_window is not None:
             on_window(record)

@@ -279,7 +279,14 @@ BY_NAME: dict[str, tuple[Field, Alias]] = {
 
 DRIVER_VERSION_LABELS = ("DCGM_FI_DRIVER_VERSION", "DCGM_FI_SYSTEM_DRIVER_VERSION")
 HOSTNAME_LABELS = ("Hostname", "hostname")
-UUID_LABELS = ("UUID", "uuid")  # `uuid` with --use-old-namespace
+UUID_LABELS = ("UUID", "uuid", "gpu_uuid")
+"""The GPU's UUID: ``UUID``; ``uuid`` with ``--use-old-namespace``; ``gpu_uuid`` on the per-link
+(NVLink) series of some exporter versions."""
+MODEL_LABELS = ("modelName", "model_name")
+"""The GPU's product name: ``modelName``; ``model_name`` on the per-link series of some versions."""
+LINK_LABELS = ("link",)
+"""The link of a per-link series (NVLink ``DCGM_FI_PROF_NVLINK_*``); names ending ``_L<n>``
+(``DCGM_FI_DEV_NVLINK_BANDWIDTH_L0``) carry it in the name instead."""
 DCGM_PREFIX = "DCGM_"
 
 

@@ -13,7 +13,9 @@ Why it is shaped this way:
   it still exceeds ``max_response_bytes`` the window is halved and read again.
 * **Transport.** ``urllib`` (no extra dependency): GET with urlencoded parameters, or a POST
   form when the encoded query is long (the "everything else" selector names every known
-  field); ``Authorization: Bearer`` when a token is given (never logged); gzip accepted and
+  field); ``Authorization: Bearer`` when a token is given, ``Authorization: Basic`` for
+  Prometheus' own ``--web.config.file`` ``basic_auth_users`` (never both; neither is ever
+  logged, stored or put in an error message); gzip accepted and
   inflated incrementally; the body is read in chunks and refused beyond
   ``max_response_bytes`` (also when ``Content-Length`` announces more).
 * **Errors.** Any non-2xx answer raises ``PrometheusError`` (a ``CollectionError``) carrying
@@ -27,6 +29,7 @@ Why it is shaped this way:
 
 from __future__ import annotations
 
+import base64
 import http.client
 import io
 import math
@@ -96,6 +99,7 @@ def fetch(
     params: dict[str, str] | None = None,
     post: bool = False,
     token: str | None = None,
+    basic_auth: tuple[str, str] | None = None,
     timeout: float,
     max_bytes: int,
     accept: str = "*/*",
@@ -103,8 +107,18 @@ def fetch(
     """GET (or POST form) ``url``; the complete body, or ``FetchError``."""
     data = None
     headers = {"Accept": accept, "Accept-Encoding": "gzip", "User-Agent": USER_AGENT}
+    if token and basic_auth:
+        raise CollectionError(
+            "both a bearer token and basic auth were given for one request",
+            hint="configure either prometheus_token_env or prometheus_username with "
+            "prometheus_password_env",
+        )
     if token:
         headers["Authorization"] = f"Bearer {token}"
+    elif basic_auth:
+        user, password = basic_auth
+        pair = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        headers["Authorization"] = f"Basic {pair}"
     if params:
         encoded = urlencode(params)
         if post:
@@ -209,7 +223,13 @@ class _Answer(msgspec.Struct):
     warnings: list[str] = []
 
 
+class _SeriesAnswer(msgspec.Struct):
+    status: str
+    data: list[dict[str, str]] = []
+
+
 _DECODER = msgspec.json.Decoder(_Answer)
+_SERIES_DECODER = msgspec.json.Decoder(_SeriesAnswer)
 _ERROR_DECODER = msgspec.json.Decoder(_ApiError)
 
 
@@ -299,7 +319,9 @@ def prometheus_error(target: str, error: FetchError) -> CollectionError:
     if status in (401, 403):
         hint = (
             "Prometheus (or the proxy in front of it) refuses the credentials: set the bearer "
-            "token in the environment variable named by the cluster's prometheus_token_env"
+            "token in the environment variable named by the cluster's prometheus_token_env, "
+            "or for Prometheus' own basic auth set prometheus_username and the password in "
+            "the variable named by prometheus_password_env"
         )
     elif error_type == "bad_data":
         hint = "the query or its range/step is invalid: check telemetry.step_seconds"
@@ -327,10 +349,18 @@ class PrometheusClient:
         timeout: float,
         max_response_bytes: int,
         post_threshold: int = POST_THRESHOLD,
+        basic_auth: tuple[str, str] | None = None,
     ) -> None:
+        if token and basic_auth:
+            raise CollectionError(
+                f"Prometheus {redact(url)}: both a bearer token and basic auth were given",
+                hint="configure either prometheus_token_env or prometheus_username with "
+                "prometheus_password_env",
+            )
         self.base = url.rstrip("/")
         self.target = redact(self.base)
         self.token = token
+        self.basic_auth = basic_auth
         self.timeout = timeout
         self.max_response_bytes = max_response_bytes
         self.post_threshold = post_threshold
@@ -349,6 +379,7 @@ class PrometheusClient:
                 params=params,
                 post=post,
                 token=self.token,
+                basic_auth=self.basic_auth,
                 timeout=self.timeout,
                 max_bytes=self.max_response_bytes,
                 accept="application/json",
@@ -360,6 +391,36 @@ class PrometheusClient:
         matrix = decode_matrix(response.body)
         matrix.http_status = response.status
         return matrix
+
+    def series(self, match: str, start: float, end: float) -> list[dict[str, str]]:
+        """The label sets of the series ``match`` selects in ``[start, end]``
+        (``/api/v1/series``: labels only, no samples).
+
+        Answers ``[]`` when the API has no such endpoint or refuses the selector (404, 405,
+        400, 422: a Prometheus-compatible store that lacks it): the caller then knows less,
+        never more. Anything else (refused credentials, 5xx, no connection) raises like a
+        range query.
+        """
+        params = {"match[]": match, "start": _seconds(start), "end": _seconds(end)}
+        try:
+            response = fetch(
+                f"{self.base}/api/v1/series",
+                params=params,
+                token=self.token,
+                basic_auth=self.basic_auth,
+                timeout=self.timeout,
+                max_bytes=self.max_response_bytes,
+                accept="application/json",
+            )
+        except FetchError as error:
+            if error.status in (400, 404, 405, 422):
+                return []
+            raise prometheus_error(self.target, error) from None
+        try:
+            answer = _SERIES_DECODER.decode(response.body)
+        except msgspec.DecodeError:
+            return []
+        return answer.data if answer.status == "success" else []
 
 
 def _seconds(value: float) -> str:

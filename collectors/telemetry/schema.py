@@ -29,6 +29,8 @@ SERIES = pa.schema(
         ("mig_profile", pa.string()),
         ("mig_instance", pa.int32()),
         ("driver_version", pa.string()),
+        ("link", pa.string()),  # a per-link series' link (NVLink), else NULL
+        ("pod_share", pa.bool_()),  # a shared GPU's per-pod line (its device line is the GPU's)
         ("labels", LABELS),  # the remaining labels
         ("source", pa.string()),  # "scrape" | "query_range"
         ("target", pa.string()),  # URL without credentials
@@ -69,6 +71,7 @@ TARGETS = pa.schema(
         ("skipped_nan", pa.int64()),
         ("unknown_metrics", pa.int32()),
         ("non_dcgm_metrics", pa.int32()),
+        ("blank_values", pa.int64()),  # DCGM blank sentinels dropped as missing
     ]
 )
 

@@ -58,6 +58,8 @@ SERIES = pa.schema(
         ("mig_profile", pa.string()),
         ("mig_instance", pa.string()),
         ("driver_version", pa.string()),
+        ("link", pa.string()),
+        ("pod_share", pa.bool_()),
         ("labels", pa.map_(pa.string(), pa.string())),
         ("source", pa.string()),
         ("target", pa.string()),
@@ -70,10 +72,16 @@ _SAMPLES = pa.schema(
     [("ts", pa.timestamp("us")), ("series_id", pa.uint32()), ("value", pa.float64())]
 )
 
-_SERIES_IDENTITY = (
-    "hash(getvariable('cluster'), gpu_uuid, metric, hostname, pod, namespace, container, "
-    "mig_profile, mig_instance)"
+_IDENTITY_COLUMNS = (
+    "getvariable('cluster'), gpu_uuid, metric, hostname, pod, namespace, container, "
+    "mig_profile, mig_instance"
 )
+_SERIES_IDENTITY = (
+    f"CASE WHEN link IS NULL THEN hash({_IDENTITY_COLUMNS}) "
+    f"ELSE hash({_IDENTITY_COLUMNS}, link) END"
+)
+"""A per-link series' link is part of its identity (one NVLink metric per link of a GPU); every
+other series keeps the key it had before links were told apart."""
 
 _NEW_KEYS = f"""
 CREATE OR REPLACE TEMP TABLE telemetry_new_keys AS

@@ -54,6 +54,34 @@ FROM telemetry_fresh_series AS f
 JOIN annex_telemetry_series AS s USING (series_index)
 LEFT JOIN telemetry_extent AS e USING (series_id);
 
+-- The labels shown for a series are those of its latest line. Lines whose identity is the same
+-- but whose other labels differ share one series: dcgm-exporter labels the XID line with the
+-- code it carries (err_code, err_msg: gpu_collector.go), which moves with each new error. For
+-- XID series, and for any series several lines of this collection fell into, the line with the
+-- latest sample gives the labels, unless the warehouse already holds later samples of the
+-- series (an older window read again). Other series' labels never change with their value, so
+-- they are not compared (about 1 s per million series when all are).
+UPDATE core.gpu_telemetry_series AS c
+SET labels = l.labels
+FROM (
+    SELECT m.series_id, arg_max(s.labels, e.last_ts) AS labels, max(e.last_ts) AS last_ts
+    FROM (
+        SELECT series_index FROM annex_telemetry_series WHERE metric = 'xid_errors'
+        UNION
+        SELECT series_index FROM telemetry_series_map
+        WHERE series_id IN (
+            SELECT series_id FROM telemetry_series_map GROUP BY series_id HAVING count(*) > 1
+        )
+    ) AS k
+    JOIN telemetry_series_map AS m USING (series_index)
+    JOIN stage_telemetry_extents AS e USING (series_index)
+    JOIN annex_telemetry_series AS s USING (series_index)
+    GROUP BY m.series_id
+) AS l
+WHERE c.series_id = l.series_id
+  AND l.last_ts >= c.last_ts
+  AND c.labels IS DISTINCT FROM l.labels;
+
 INSERT INTO audit.telemetry_targets BY NAME
 SELECT getvariable('collection_id') AS collection_id, getvariable('cluster') AS cluster, *
 FROM stage_telemetry_targets;

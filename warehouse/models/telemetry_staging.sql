@@ -24,7 +24,8 @@ CREATE TEMP TABLE stage_telemetry_targets (
     samples BIGINT,
     skipped_nan BIGINT,
     unknown_metrics INTEGER,
-    non_dcgm_metrics INTEGER
+    non_dcgm_metrics INTEGER,
+    blank_values BIGINT
 );
 
 -- collection-local series_index -> warehouse series_id, and the series' last_ts before this

@@ -89,6 +89,11 @@ METRIC_CODES: dict[str, int] = {
     "row_remap_failure": 13,
 }
 
+SHARE_CODE = 0
+"""The code of a shared GPU's per-pod line (``pod_share``): it names the pod holding the GPU
+(label and pod_label_fraction) but no value of it enters the GPU's figures, which come from the
+GPU's device-level line (dcgm-exporter 4.8+ ``--kubernetes-virtual-gpus``)."""
+
 _CODE_CASE = (
     "CASE s.metric "
     + " ".join(f"WHEN '{name}' THEN {code}" for name, code in METRIC_CODES.items())
@@ -213,7 +218,8 @@ SELECT
     s.series_id,
     s.cluster,
     s.gpu_uuid,
-    CAST({_CODE_CASE} AS UTINYINT) AS code,
+    CAST(CASE WHEN coalesce(s.pod_share, false) THEN {SHARE_CODE} ELSE {_CODE_CASE} END
+        AS UTINYINT) AS code,
     s.pod,
     s.namespace,
     s.hostname,
@@ -404,6 +410,9 @@ CREATE OR REPLACE TEMP TABLE util_ghour (
 """
 
 
+_SHARE_N = f"max(n) FILTER (WHERE code = {SHARE_CODE} AND label_key IS NOT NULL)"
+
+
 def _pivot_columns() -> tuple[str, str]:
     """The pivot's columns as aggregates (GPUs with several series in the hour) and as plain
     expressions (GPUs with one series: no aggregation needed)."""
@@ -435,7 +444,12 @@ def _pivot_columns() -> tuple[str, str]:
         aggregated.append(f"max(CASE WHEN code = {code} THEN top END) AS {name}")
         single.append(f"CASE WHEN code = {code} THEN top END AS {name}")
     aggregated += [
-        "sum(n * (label_key IS NOT NULL)::INTEGER) / sum(n) AS pod_label_fraction",
+        # over the GPU's own lines; a shared GPU's pod-share lines (code 0) count as held for
+        # the part of the hour they cover (their samples against the GPU's busiest line)
+        f"greatest(sum(n * (label_key IS NOT NULL AND code <> {SHARE_CODE})::INTEGER) "
+        f"/ nullif(sum(n * (code <> {SHARE_CODE})::INTEGER), 0), "
+        f"least(1.0, coalesce({_SHARE_N} / coalesce(max(n) FILTER (WHERE code <> {SHARE_CODE}), "
+        f"{_SHARE_N}), 0.0))) AS pod_label_fraction",
         "arg_max(host_key, n * 4294967296 + host_key) AS host_key",
         "arg_max(model_key, n * 4294967296 + model_key) AS model_key",
         "NULL::UINTEGER AS label_key",
