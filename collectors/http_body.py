@@ -8,8 +8,9 @@ read raw, a bounded chunk at a time (``read1``: at most one socket read per call
 is checked after every read, and gzip is inflated as a stream with ``max_length``, so that no
 more than the cap (plus one chunk) is ever produced before the cap is noticed.
 
-Shared by collectors that read bodies through urllib3 (the Kubernetes client's transport);
-``collectors/telemetry/query_range.py`` reads through ``urllib`` with the same inflating rule.
+Shared by the collectors that read bodies over HTTP: through urllib3 (the Kubernetes client's
+transport) and through ``urllib`` (``collectors/telemetry/query_range.py``, Prometheus and the
+exporters).
 """
 
 from __future__ import annotations
@@ -127,11 +128,13 @@ class CappedInflater:
 def raw_chunks(response: Any, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
     """The body as sent (still compressed), a socket read at a time, until its end."""
     read1 = getattr(response, "read1", None)
+    # urllib3 would inflate unless told not to; http.client (urllib) never inflates
+    raw = {"decode_content": False} if hasattr(response, "decode_content") else {}
     while True:
         if read1 is not None:
-            chunk = read1(chunk_bytes, decode_content=False)
+            chunk = read1(chunk_bytes, **raw)
         else:
-            chunk = response.read(chunk_bytes, decode_content=False)
+            chunk = response.read(chunk_bytes, **raw)
         if not chunk:
             return
         yield chunk

@@ -108,14 +108,15 @@ def nvidia_overall(claims: dict[str, Any], policy: AttestationPolicy) -> list[Fi
     return findings
 
 
-def nvidia_detached(
-    claims: dict[str, Any], policy: AttestationPolicy, version: str | None
+def _device_security(
+    claims: dict[str, Any], policy: AttestationPolicy, version: str | None, device: str
 ) -> list[Finding]:
-    """One GPU's claims (v3.0 granular or v2.0 flat booleans)."""
+    """What every NVIDIA device's claims must show, GPU or NVSwitch: an allowed claims
+    version, measurements matching the golden values, debug off, secure boot (when the policy
+    asks), a device identity (``ueid``)."""
     findings: list[Finding] = []
-    version = text(claims.get("x-nvidia-ver")) or version
     if version not in policy.nvidia_claims_versions:
-        findings.append(("policy_fail", f"GPU claims version {version!r} is not allowed"))
+        findings.append(("policy_fail", f"{device} claims version {version!r} is not allowed"))
     measres = _lower(claims.get("measres"))
     if measres != "success":
         findings.append(
@@ -123,14 +124,22 @@ def nvidia_detached(
         )
     dbgstat = _lower(claims.get("dbgstat"))
     if dbgstat is None:
-        findings.append(("policy_fail", "the GPU claims carry no dbgstat"))
+        findings.append(("policy_fail", f"the {device} claims carry no dbgstat"))
     elif dbgstat != "disabled" and not policy.allow_debug:
-        findings.append(("debug_enabled", f"GPU dbgstat is {claims.get('dbgstat')!r}"))
-    secboot = flag(claims.get("secboot"))
-    if policy.require_secure_boot and secboot is not True:
-        findings.append(("policy_fail", f"GPU secboot is {claims.get('secboot')!r}, not true"))
+        findings.append(("debug_enabled", f"{device} dbgstat is {claims.get('dbgstat')!r}"))
+    if policy.require_secure_boot and flag(claims.get("secboot")) is not True:
+        findings.append(("policy_fail", f"{device} secboot is {claims.get('secboot')!r}, not true"))
     if claims.get("ueid") is None:
-        findings.append(("policy_fail", "the GPU claims carry no ueid (no device identity)"))
+        findings.append(("policy_fail", f"the {device} claims carry no ueid (no device identity)"))
+    return findings
+
+
+def nvidia_detached(
+    claims: dict[str, Any], policy: AttestationPolicy, version: str | None
+) -> list[Finding]:
+    """One GPU's claims (v3.0 granular or v2.0 flat booleans)."""
+    version = text(claims.get("x-nvidia-ver")) or version
+    findings = _device_security(claims, policy, version, "GPU")
     driver = text(claims.get("x-nvidia-gpu-driver-version"))
     if not _allowed(driver, policy.gpu_driver_versions):
         findings.append(("measurement_mismatch", f"GPU driver {driver!r} is not allowlisted"))
@@ -175,24 +184,8 @@ def nvswitch_detached(
 ) -> list[Finding]:
     """One NVSwitch's claims: switch checks, security state and certificate status. The GPU
     driver/VBIOS allowlists and GPU checks do not apply to a switch."""
-    findings: list[Finding] = []
     version = text(claims.get("x-nvidia-ver")) or version
-    if version not in policy.nvidia_claims_versions:
-        findings.append(("policy_fail", f"switch claims version {version!r} is not allowed"))
-    measres = _lower(claims.get("measres"))
-    if measres != "success":
-        findings.append(
-            ("measurement_mismatch", f"measres is {claims.get('measres')!r}, not 'success'")
-        )
-    dbgstat = _lower(claims.get("dbgstat"))
-    if dbgstat is None:
-        findings.append(("policy_fail", "the switch claims carry no dbgstat"))
-    elif dbgstat != "disabled" and not policy.allow_debug:
-        findings.append(("debug_enabled", f"switch dbgstat is {claims.get('dbgstat')!r}"))
-    if policy.require_secure_boot and flag(claims.get("secboot")) is not True:
-        findings.append(("policy_fail", f"switch secboot is {claims.get('secboot')!r}, not true"))
-    if claims.get("ueid") is None:
-        findings.append(("policy_fail", "the switch claims carry no ueid (no device identity)"))
+    findings = _device_security(claims, policy, version, "switch")
     failed = [name for name in NVSWITCH_REQUIRED_CHECKS if claims.get(name) is not True]
     failed += [
         name

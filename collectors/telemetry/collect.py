@@ -690,13 +690,7 @@ def collect_prometheus(
         try:
             targets = client.series(TARGETS_QUERY, windows[0].start, windows[-1].end)
         except PrometheusError as exc:
-            raise PrometheusError(
-                f"cluster {cluster}: {exc.message}",
-                status=exc.status,
-                error_type=exc.error_type,
-                error=exc.error,
-                hint=exc.hint,
-            ) from exc
+            raise _of_cluster(cluster, exc) from exc
         for labels in targets:  # which pod each scrape target is (attribution)
             table.exporters.add_target(labels)
     for window in windows:
@@ -718,13 +712,7 @@ def collect_prometheus(
                     if samples.num_rows:
                         yield "telemetry_samples", samples
         except PrometheusError as exc:
-            raise PrometheusError(
-                f"cluster {cluster}: {exc.message}",
-                status=exc.status,
-                error_type=exc.error_type,
-                error=exc.error,
-                hint=exc.hint,
-            ) from exc
+            raise _of_cluster(cluster, exc) from exc
         except CollectionError as exc:
             raise CollectionError(f"cluster {cluster}: {exc.message}", hint=exc.hint) from exc
         stats.add_to(record)
@@ -742,6 +730,17 @@ def collect_prometheus(
 
 
 # -- batches ---------------------------------------------------------------------------------
+
+
+def _of_cluster(cluster: str, exc: PrometheusError) -> PrometheusError:
+    """``exc`` with the cluster named first (one Prometheus may serve several clusters)."""
+    return PrometheusError(
+        f"cluster {cluster}: {exc.message}",
+        status=exc.status,
+        error_type=exc.error_type,
+        error=exc.error,
+        hint=exc.hint,
+    )
 
 
 def _naive(moment: datetime) -> datetime:

@@ -33,7 +33,7 @@ import base64
 import http.client
 import io
 import math
-import zlib
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -46,9 +46,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from annex.errors import CollectionError
+from collectors.http_body import BodyError, BodyTooLarge, BodyTooSlow, read_body
 from collectors.telemetry import fields
 
-CHUNK_BYTES = 1 << 20
 POST_THRESHOLD = 1024
 """Encoded query strings longer than this go in a POST form (URLs stay well under 8 KiB)."""
 USER_AGENT = "annex-telemetry-collector"
@@ -131,7 +131,7 @@ def fetch(
         response = _OPENER.open(request, timeout=timeout)
     except HTTPError as error:
         try:
-            body = _read(error, max_bytes=min(max_bytes, 1 << 20))
+            body = _read(error, max_bytes=min(max_bytes, 1 << 20), timeout=timeout)
         except FetchError:
             body = b""
         raise FetchError(f"HTTP {error.code} {error.reason}", error.code, body) from None
@@ -139,33 +139,22 @@ def fetch(
         reason = getattr(error, "reason", error)
         raise FetchError(f"cannot connect: {reason}") from None
     with response:
-        body = _read(response, max_bytes=max_bytes)
+        body = _read(response, max_bytes=max_bytes, timeout=timeout)
         return Response(response.status, body, response.headers.get("Content-Type", ""))
 
 
-def _read(response: Any, *, max_bytes: int) -> bytes:
-    length = response.headers.get("Content-Length")
-    gzipped = "gzip" in (response.headers.get("Content-Encoding") or "").lower()
-    if length is not None and length.isdigit() and int(length) > max_bytes and not gzipped:
-        raise TooLarge(f"response of {int(length)} bytes exceeds the limit of {max_bytes} bytes")
-    inflate = zlib.decompressobj(wbits=31) if gzipped else None
-    chunks: list[bytes] = []
-    size = 0
+def _read(response: Any, *, max_bytes: int, timeout: float) -> bytes:
+    """The whole body, inflated under ``max_bytes``, within ``timeout`` seconds of its headers
+    (however long Prometheus took to answer): a server that trickles its answer, every read
+    succeeding within the socket timeout, cannot hold the collection past it."""
     try:
-        while True:
-            chunk = response.read(CHUNK_BYTES)
-            if not chunk:
-                break
-            if inflate is not None:
-                chunk = inflate.decompress(chunk, max_bytes - size + 1)
-                if inflate.unconsumed_tail:
-                    raise TooLarge(f"response exceeds the limit of {max_bytes} bytes")
-            size += len(chunk)
-            if size > max_bytes:
-                raise TooLarge(f"response exceeds the limit of {max_bytes} bytes")
-            chunks.append(chunk)
-        if inflate is not None and not inflate.eof:
-            raise FetchError("gzip body ends early (connection dropped?)")
+        return read_body(response, max_bytes=max_bytes, deadline=time.monotonic() + timeout)
+    except BodyTooLarge as error:
+        raise TooLarge(f"response exceeds the limit of {max_bytes} bytes: {error}") from None
+    except BodyTooSlow as error:
+        raise FetchError(f"{error} (telemetry.request_timeout_seconds)") from None
+    except BodyError as error:
+        raise FetchError(f"bad response body: {error}") from None
     except http.client.IncompleteRead as error:
         raise FetchError(
             f"response body ends early ({len(error.partial)} more bytes read, "
@@ -173,9 +162,6 @@ def _read(response: Any, *, max_bytes: int) -> bytes:
         ) from None
     except (TimeoutError, OSError) as error:
         raise FetchError(f"reading the response failed: {error}") from None
-    except zlib.error as error:
-        raise FetchError(f"corrupt gzip body: {error}") from None
-    return b"".join(chunks)
 
 
 # -- Prometheus ------------------------------------------------------------------------------
