@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from annex.errors import ConfigError
 from annex.inventory import cluster_api
 from annex.settings import ClusterSettings, Settings
+from collectors.fetched import FetchedCollection
 from warehouse import CollectionResult, Warehouse, load_collection
 
 
@@ -26,13 +27,14 @@ def collect_gpu_benchmarks(
 
     known = known_probe_pods(wh, target.name)
     api = cluster_api(settings, target)
-    try:
-        batches = collect_gpubench(api, target.name, settings, known_pod_uids=known)
+    with FetchedCollection(prefix="annex-gpubench-") as fetched:
+        try:  # the pods' logs, read without the writer lock
+            fetched.fetch(collect_gpubench(api, target.name, settings, known_pod_uids=known))
+        finally:
+            api.close()
         return load_collection(
-            wh, GPUBENCH_MODEL, cluster=target.name, batches=batches, publish=publish
+            wh, GPUBENCH_MODEL, cluster=target.name, batches=fetched.replay(), publish=publish
         )
-    finally:
-        api.close()
 
 
 def known_probe_pods(wh: Warehouse, cluster: str) -> frozenset[str]:
@@ -98,9 +100,11 @@ def collect_gpu_telemetry(
             hint="set prometheus_url (Prometheus holding the DCGM exporter series) or "
             "dcgm_exporter_urls in its [[clusters]] entry",
         )
-    return load_collection(
-        wh, TELEMETRY_MODEL, cluster=target.name, batches=batches, publish=publish
-    )
+    with FetchedCollection(prefix="annex-telemetry-") as fetched:
+        fetched.fetch(batches)  # Prometheus or the exporters, without the writer lock
+        return load_collection(
+            wh, TELEMETRY_MODEL, cluster=target.name, batches=fetched.replay(), publish=publish
+        )
 
 
 def prometheus_token(target: ClusterSettings) -> str | None:
