@@ -97,11 +97,15 @@ def collect_attestation_evidence(
     inventory). Raises what ``load_collection`` raises; the spool is then untouched.
     """
     from collectors.attestation.collect import CollectStats, collect_attestations
+    from collectors.attestation.verify import Verifier
     from collectors.spool import archive_files
     from warehouse.models.attestation import ATTESTATION_MODEL
 
     wh = wh or Warehouse(settings.warehouse)
     stats = CollectStats()
+    # Key sets from configured URLs are fetched here, before the writer lock is taken (the
+    # verification itself reads only local files).
+    verifier = verifier or Verifier.from_settings(settings.attestation)
     batches = collect_attestations(
         settings,
         verifier=verifier,
