@@ -94,4 +94,4 @@ dictionary: setup
 	$(UV) run python -m warehouse.dictionary
 
 clean:
-	rm -rf .demo .pytest_cache .ruff_cache annex.duckdb annex.duckdb.wal annex.published.duckdb
+	rm -rf .demo .pytest_cache .ruff_cache annex.duckdb annex.duckdb.wal annex.duckdb.unpublished annex.published.duckdb
