@@ -19,8 +19,9 @@ from pipelines.defs.attestation.checks import (
     verdicts_explained,
 )
 from pipelines.defs.attestation.sensors import new_attestations
-from pipelines.defs.cluster_state.assets import cluster_inventory, warehouse_schema
+from pipelines.defs.cluster_state.assets import cluster_inventory
 from pipelines.defs.resources import build_resources
+from pipelines.defs.shared import warehouse_schema
 from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
 from simulator.attestation import tokens
 from simulator.attestation.agent import write_history

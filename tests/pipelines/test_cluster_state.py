@@ -15,11 +15,11 @@ from pipelines.defs.cluster_state.assets import (
     cluster_inventory,
     fleet_marts,
     published_warehouse,
-    warehouse_schema,
 )
 from pipelines.defs.cluster_state.checks import CHECKS
 from pipelines.defs.cluster_state.sensors import record_inventory_failure, record_run_failure
 from pipelines.defs.resources import build_resources
+from pipelines.defs.shared import warehouse_schema
 from pipelines.partitions import CLUSTERS_PARTITIONS_NAME, clusters
 from warehouse import Warehouse
 

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 from simulated import Setup, simulated_setup
 
-from pipelines.defs.cluster_state.assets import cluster_inventory, warehouse_schema
+from pipelines.defs.cluster_state.assets import cluster_inventory
 from pipelines.defs.lineage.assets import lineage_events, lineage_models
 from pipelines.defs.lineage.checks import (
     CHECKS,
@@ -23,6 +23,7 @@ from pipelines.defs.lineage.checks import (
 )
 from pipelines.defs.lineage.sensors import new_lineage_events
 from pipelines.defs.resources import build_resources
+from pipelines.defs.shared import warehouse_schema
 from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
 from simulator.lineage.producer import build_events, write_jsonl
 from simulator.world import build_world

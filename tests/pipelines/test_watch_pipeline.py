@@ -10,8 +10,9 @@ import duckdb
 import pytest
 from simulated import Setup, simulated_setup
 
-from pipelines.defs.cluster_state.assets import cluster_inventory, warehouse_schema
+from pipelines.defs.cluster_state.assets import cluster_inventory
 from pipelines.defs.resources import build_resources
+from pipelines.defs.shared import warehouse_schema
 from pipelines.defs.watch.assets import watched_gpu_allocations
 from pipelines.defs.watch.checks import CHECKS
 from pipelines.defs.watch.sensors import watch_catch_up

@@ -5,8 +5,8 @@ import dagster as dg
 from annex.attestation import pending_submissions
 from annex.errors import AnnexError
 from pipelines.defs.attestation.assets import attestation_coverage, attestation_records
-from pipelines.defs.cluster_state.assets import warehouse_schema
 from pipelines.defs.resources import AnnexSettingsResource
+from pipelines.defs.shared import warehouse_schema
 from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
 
 attestation_job = dg.define_asset_job(

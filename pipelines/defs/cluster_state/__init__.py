@@ -8,11 +8,11 @@ from pipelines.defs.cluster_state.assets import (
     cluster_inventory,
     fleet_marts,
     published_warehouse,
-    warehouse_schema,
 )
 from pipelines.defs.cluster_state.checks import CHECKS
 from pipelines.defs.cluster_state.schedules import hourly_cluster_inventory, inventory_job
 from pipelines.defs.cluster_state.sensors import cluster_discovery, record_inventory_failure
+from pipelines.defs.shared import warehouse_schema
 
 defs = dg.Definitions(
     assets=[warehouse_schema, cluster_inventory, fleet_marts, published_warehouse],

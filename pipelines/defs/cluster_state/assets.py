@@ -1,4 +1,4 @@
-"""Cluster-state assets: the warehouse schema, one inventory per cluster, the published copy.
+"""Cluster-state assets: one inventory per cluster, the fleet marts, the published copy.
 
 Each asset is a thin call into ``collectors`` and ``warehouse``; the plain functions below do
 the work so that they can be tested (and reused by the CLI) without Dagster.
@@ -15,13 +15,11 @@ import duckdb
 from annex.inventory import collect_cluster_inventory
 from annex.settings import ClusterSettings, Settings
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
+from pipelines.defs.shared import COLLECT_RETRY, collection_metadata, warehouse_schema
 from pipelines.partitions import clusters
 from warehouse import CollectionResult, Warehouse
 
 GROUP = "cluster_state"
-
-# Network collectors get retried: the API server may be briefly unreachable or throttling.
-COLLECT_RETRY = dg.RetryPolicy(max_retries=3, delay=5, backoff=dg.Backoff.EXPONENTIAL)
 
 
 # -- plain functions ---------------------------------------------------------------------------
@@ -73,35 +71,19 @@ def inventory_metadata(wh: Warehouse, result: CollectionResult) -> dict[str, Any
     with wh.writer() as con:
         lists, consistent = snapshot_consistency(con, result.collection_id)
         preview = fleet_summary_markdown(con, result.cluster)
-    metadata: dict[str, Any] = {
-        "collection_id": result.collection_id,
-        "rejected_count": result.rejected_count,
-        "snapshot_lists": lists,
-        "snapshot_consistent_lists": consistent,
-        "snapshot_consistent": lists > 0 and lists == consistent,
-        "dagster/row_count": sum(result.row_counts.values()),
-        "fleet_summary": dg.MetadataValue.md(preview),
-    }
-    for table, count in sorted(result.row_counts.items()):
-        metadata[f"rows/{table}"] = count
+    metadata = collection_metadata(result)
+    metadata.update(
+        {
+            "snapshot_lists": lists,
+            "snapshot_consistent_lists": consistent,
+            "snapshot_consistent": lists > 0 and lists == consistent,
+            "fleet_summary": dg.MetadataValue.md(preview),
+        }
+    )
     return metadata
 
 
 # -- assets ------------------------------------------------------------------------------------
-
-
-@dg.asset(group_name=GROUP, pool="duckdb", kinds={"duckdb"})
-def warehouse_schema(warehouse: WarehouseResource) -> dg.MaterializeResult:
-    """Apply pending warehouse migrations; every other asset depends on the schema existing."""
-    wh = warehouse.get()
-    applied = wh.migrate()
-    return dg.MaterializeResult(
-        metadata={
-            "applied_now": ", ".join(applied) or "none",
-            "migrations": len(wh.migrations()),
-            "path": dg.MetadataValue.path(str(wh.path)),
-        }
-    )
 
 
 @dg.asset(

@@ -10,8 +10,8 @@ from pipelines.defs.cluster_state.assets import (
     cluster_inventory,
     fleet_marts,
     published_warehouse,
-    warehouse_schema,
 )
+from pipelines.defs.shared import warehouse_schema
 from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
 
 inventory_job = dg.define_asset_job(

@@ -7,8 +7,6 @@ blocking checks of the collections passed.
 No ``from __future__ import annotations`` in the Dagster modules (see cluster_state/assets.py).
 """
 
-from typing import Any
-
 import dagster as dg
 
 from annex.gpu_evidence import (
@@ -16,24 +14,11 @@ from annex.gpu_evidence import (
     collect_gpu_telemetry,
     refresh_gpu_utilisation,
 )
-from pipelines.defs.cluster_state.assets import COLLECT_RETRY, warehouse_schema
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
+from pipelines.defs.shared import COLLECT_RETRY, collection_metadata, warehouse_schema
 from pipelines.partitions import clusters
-from warehouse import CollectionResult
 
 GROUP = "gpu_evidence"
-
-
-def collection_metadata(result: CollectionResult) -> dict[str, Any]:
-    """What the Dagster UI shows for one collection."""
-    metadata: dict[str, Any] = {
-        "collection_id": result.collection_id,
-        "rejected_count": result.rejected_count,
-        "dagster/row_count": sum(result.row_counts.values()),
-    }
-    for table, count in sorted(result.row_counts.items()):
-        metadata[f"rows/{table}"] = count
-    return metadata
 
 
 @dg.asset(

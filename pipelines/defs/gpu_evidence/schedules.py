@@ -2,9 +2,9 @@
 
 import dagster as dg
 
-from pipelines.defs.cluster_state.assets import warehouse_schema
 from pipelines.defs.cluster_state.schedules import hourly_run_requests
 from pipelines.defs.gpu_evidence.assets import gpu_benchmarks, gpu_telemetry, gpu_utilisation
+from pipelines.defs.shared import warehouse_schema
 from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
 
 telemetry_job = dg.define_asset_job(

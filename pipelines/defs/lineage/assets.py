@@ -11,9 +11,8 @@ No ``from __future__ import annotations`` in the Dagster modules (see cluster_st
 import dagster as dg
 
 from annex.lineage import collect_lineage_evidence, refresh_lineage_models
-from pipelines.defs.cluster_state.assets import COLLECT_RETRY, warehouse_schema
-from pipelines.defs.gpu_evidence.assets import collection_metadata
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
+from pipelines.defs.shared import COLLECT_RETRY, collection_metadata, warehouse_schema
 
 GROUP = "lineage"
 

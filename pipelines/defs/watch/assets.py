@@ -10,14 +10,12 @@ import dagster as dg
 from annex.inventory import cluster_api
 from annex.settings import ClusterSettings, Settings
 from annex.watch import WatchService, WatchSummary
-from pipelines.defs.cluster_state.assets import warehouse_schema
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
+from pipelines.defs.shared import COLLECT_RETRY, warehouse_schema
 from pipelines.partitions import clusters
 from warehouse import Warehouse
 
 GROUP = "watch"
-
-WATCH_RETRY = dg.RetryPolicy(max_retries=3, delay=5, backoff=dg.Backoff.EXPONENTIAL)
 
 
 def catch_up_cluster(settings: Settings, wh: Warehouse, target: ClusterSettings) -> WatchSummary:
@@ -54,7 +52,7 @@ def summary_metadata(summary: WatchSummary) -> dict[str, Any]:
     kinds={"kubernetes", "duckdb"},
     partitions_def=clusters,
     deps=[warehouse_schema],
-    retry_policy=WATCH_RETRY,
+    retry_policy=COLLECT_RETRY,
 )
 def watched_gpu_allocations(
     context: dg.AssetExecutionContext, annex: AnnexSettingsResource, warehouse: WarehouseResource
