@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from annex.errors import CollectionError
+from collectors.telemetry.schema import SERIES as COLLECTED_SERIES
 from warehouse import staging
 from warehouse.load import SourceModel
 from warehouse.staging import ARROW_NAME, AppendStream, Sink, execute_over_arrow
@@ -38,35 +39,16 @@ from warehouse.staging import ARROW_NAME, AppendStream, Sink, execute_over_arrow
 _HERE = Path(__file__).parent
 log = logging.getLogger(__name__)
 
-SERIES = pa.schema(
-    [
-        ("series_index", pa.uint32()),
-        ("gpu_uuid", pa.string()),
-        ("field_id", pa.uint16()),
-        ("metric", pa.string()),
-        ("unit", pa.string()),
-        ("kind", pa.string()),
-        ("exporter_metric", pa.string()),
-        ("hostname", pa.string()),
-        ("gpu_index", pa.int32()),
-        ("model_name", pa.string()),
-        ("pci_bus_id", pa.string()),
-        ("device", pa.string()),
-        ("pod", pa.string()),
-        ("namespace", pa.string()),
-        ("container", pa.string()),
-        ("mig_profile", pa.string()),
-        ("mig_instance", pa.string()),
-        ("driver_version", pa.string()),
-        ("link", pa.string()),
-        ("pod_share", pa.bool_()),
-        ("labels", pa.map_(pa.string(), pa.string())),
-        ("source", pa.string()),
-        ("target", pa.string()),
-    ]
+SERIES = COLLECTED_SERIES.set(
+    COLLECTED_SERIES.get_field_index("mig_instance"), pa.field("mig_instance", pa.string())
 )
 """The series columns in the types of ``core.gpu_telemetry_series`` (a batch may omit nullable
-columns; ``series_index`` and ``metric`` are required)."""
+columns; ``series_index`` and ``metric`` are required): the collector's one declaration
+(``collectors/telemetry/schema.py``) but for ``mig_instance``. The MIG GPU instance id
+(dcgm-exporter's ``GPU_I_ID``) is a small integer, yielded as ``int32``; the warehouse column
+is ``VARCHAR`` (migration 0004, frozen) and the series identity hashes that text, so the id is
+cast to its decimal text on the way in."""
+
 
 _SAMPLES = pa.schema(
     [("ts", pa.timestamp("us")), ("series_id", pa.uint32()), ("value", pa.float64())]
