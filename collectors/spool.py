@@ -15,12 +15,14 @@ import logging
 import os
 import re
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,45 @@ def compact_time(moment: datetime) -> str:
 def utc(moment: datetime) -> datetime:
     """Aware times are converted to UTC; naive ones are taken as UTC already (DESIGN §2)."""
     return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+class UnreadableFile(Exception):
+    """A waiting file annex will not read. ``keep``: it stays where it is and is tried again by
+    the next collection (a problem an operator can fix: access rights, not a regular file);
+    otherwise it is used up (rejected with the reason, never retried)."""
+
+    def __init__(self, message: str, *, keep: bool) -> None:
+        super().__init__(message)
+        self.keep = keep
+
+
+def open_waiting_file(path: Path, *, link_advice: str = "") -> IO[bytes]:
+    """Open a regular file of a spool or watched folder for reading, without following a link
+    (a link could make annex read, and archive, a file nobody submitted) and without blocking
+    on a FIFO. ``FileNotFoundError`` if it vanished; ``UnreadableFile`` otherwise, with what to
+    do (``link_advice`` is added to a link's reason)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnreadableFile(
+                f"{path} is a symbolic link: annex never follows links in its spool or "
+                "watched folders" + (f"; {link_advice}" if link_advice else ""),
+                keep=False,
+            ) from None
+        raise UnreadableFile(
+            f"{path} cannot be opened ({exc.strerror or exc}); it stays there and is tried "
+            "again by the next collection: give annex read and write access to it",
+            keep=True,
+        ) from None
+    handle = os.fdopen(descriptor, "rb")
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise UnreadableFile(f"{path} is not a regular file", keep=True)
+    return handle
 
 
 ABANDONED_AFTER_SECONDS = 3600.0

@@ -31,11 +31,9 @@ where the exact tokens will be kept.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import logging
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -120,12 +118,6 @@ def count_waiting(settings: AttestationSettings) -> int:
 # --- one file ---------------------------------------------------------------------------------
 
 
-class _Unreadable(Exception):
-    def __init__(self, message: str, *, keep: bool) -> None:
-        super().__init__(message)
-        self.keep = keep
-
-
 def _read_one(
     settings: AttestationSettings, path: Path, kind: str, now: datetime
 ) -> SpooledFile | None:
@@ -137,7 +129,7 @@ def _read_one(
     except FileNotFoundError:
         log.debug("%s vanished before it was read", path)
         return None
-    except _Unreadable as exc:
+    except spool.UnreadableFile as exc:
         return _rejected(settings, path, now, "unreadable", str(exc), None, keep=exc.keep)
     received = min(mtime, now)
     if kind == "file" and 0 <= (now - mtime).total_seconds() < SETTLE_SECONDS:
@@ -177,34 +169,19 @@ def _read_one(
 
 def _read_capped(path: Path, limit: int) -> tuple[bytes, datetime, int]:
     """(at most ``limit`` + 1 bytes, mtime naive UTC, size); FileNotFoundError if gone."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        descriptor = os.open(path, flags)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _Unreadable(
-                f"{path} is a symbolic link: annex never follows links in its spool or "
-                "watched folders; the agent must write the file itself",
-                keep=False,
-            ) from None
-        raise _Unreadable(
-            f"{path} cannot be opened ({exc.strerror or exc}); it stays there and is tried "
-            "again by the next collection: give annex read and write access to it",
-            keep=True,
-        ) from None
-    with os.fdopen(descriptor, "rb") as handle:
+    with spool.open_waiting_file(
+        path, link_advice="the agent must write the file itself"
+    ) as handle:
         info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise _Unreadable(f"{path} is not a regular file", keep=True)
         mtime = datetime.fromtimestamp(info.st_mtime, UTC).replace(tzinfo=None)
         try:
             if info.st_size > limit:
                 return handle.read(RAW_CAP_BYTES), mtime, info.st_size
             data = handle.read(limit + 1)
         except OSError as exc:
-            raise _Unreadable(f"{path} cannot be read ({exc.strerror or exc})", keep=True) from None
+            raise spool.UnreadableFile(
+                f"{path} cannot be read ({exc.strerror or exc})", keep=True
+            ) from None
     return data, mtime, len(data)
 
 

@@ -35,11 +35,9 @@ is rejected as ``unreadable`` and stays in place (``stats.kept``).
 
 from __future__ import annotations
 
-import errno
 import gzip
 import logging
 import os
-import stat
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -324,47 +322,15 @@ class _Output:
 # --- one spool file ---------------------------------------------------------------------------
 
 
-class _Unreadable(Exception):
-    def __init__(self, message: str, *, keep: bool) -> None:
-        super().__init__(message)
-        self.keep = keep
-
-
-def _open(path: Path) -> IO[bytes]:
-    """Open a regular file without following a link; FileNotFoundError if it vanished."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        descriptor = os.open(path, flags)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _Unreadable(
-                f"{path} is a symbolic link: annex never follows links in its spool or watched "
-                "folders",
-                keep=False,
-            ) from None
-        raise _Unreadable(
-            f"{path} cannot be opened ({exc.strerror or exc}); it stays there and is tried "
-            "again by the next collection: give annex read and write access to it",
-            keep=True,
-        ) from None
-    handle = os.fdopen(descriptor, "rb")
-    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-        handle.close()
-        raise _Unreadable(f"{path} is not a regular file", keep=True)
-    return handle
-
-
 def _read_spool_file(path: Path, archive: Path, out: _Output) -> bool | None:
     """Add one intake file's rows; True: used up, False: keep it, None: it vanished."""
     try:
-        with _open(path) as handle:
+        with spool.open_waiting_file(path) as handle:
             data = handle.read()
     except FileNotFoundError:
         return None
-    except (_Unreadable, OSError) as exc:
-        keep = exc.keep if isinstance(exc, _Unreadable) else True
+    except (spool.UnreadableFile, OSError) as exc:
+        keep = exc.keep if isinstance(exc, spool.UnreadableFile) else True
         out.add_rejected(str(path), "unreadable", str(exc), None)
         return not keep
     prefix = f"{archive}#"
@@ -495,13 +461,13 @@ def _read_event_file(
 ) -> bool | None:
     """Add the events of a JSON-lines file; True: used up, False: keep it, None: skip it."""
     try:
-        handle = _open(path)
+        handle = spool.open_waiting_file(path)
     except FileNotFoundError:
         if not settle:
             out.add_rejected(str(path), "unreadable", f"{path} does not exist", None)
             return False
         return None
-    except _Unreadable as exc:
+    except spool.UnreadableFile as exc:
         out.add_rejected(str(path), "unreadable", str(exc), None)
         return not exc.keep
     with handle:
