@@ -48,7 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from collectors.lineage.hf_card import spdx_license_list_version
+from annex.spdx_licences import spdx_license_list_version
 
 __all__ = [
     "ANNEX_AGENT_NAME",

@@ -56,6 +56,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from annex.spdx_licences import spdx_license_id
 from collectors.lineage.hf_card import (
     NOASSERTION,
     Imported,
@@ -70,7 +71,6 @@ from collectors.lineage.hf_card import (
     languages,
     map_hf_license,
     modality_of,
-    spdx_license_id,
     truncate,
 )
 

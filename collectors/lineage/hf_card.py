@@ -42,17 +42,15 @@ non-mapping document) is a ``CardError``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import yaml
 
+from annex.spdx_licences import spdx_license_id, spdx_license_list_version
 from collectors.lineage.validate import ANNEX_FACET_BASE, is_uri
 
 __all__ = [
@@ -150,24 +148,7 @@ class LicenceMapping:
 
 
 # ---------------------------------------------------------------------------------------------
-# SPDX licence ids
-
-
-@cache
-def _spdx_ids() -> tuple[str, dict[str, tuple[str, bool]]]:
-    data = json.loads((Path(__file__).parent / "spdx_license_ids.json").read_text("utf-8"))
-    table = {lid.lower(): (lid, bool(dep)) for lid, dep in data["licenses"].items()}
-    return data["licenseListVersion"], table
-
-
-def spdx_license_list_version() -> str:
-    """The SPDX License List version matched against (collectors/lineage/spdx_license_ids.json)."""
-    return _spdx_ids()[0]
-
-
-def spdx_license_id(text: str) -> tuple[str, bool] | None:
-    """Return ``(canonical SPDX id, deprecated)`` for a case-insensitive exact match, else None."""
-    return _spdx_ids()[1].get(text.strip().lower())
+# SPDX licence ids (the list and its version: annex.spdx_licences, shared with reports.spdx)
 
 
 def _license_ref(prefix: str, text: str) -> str:
