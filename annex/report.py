@@ -1,7 +1,9 @@
 """``annex report NAME``: render one report from the published warehouse copy.
 
 The CLI's thin layer over ``reports.generate.generate_report``: parse the period, render, print
-the PDF's path and what it rests on. The same function backs the Dagster report assets.
+the PDF's path and what it rests on. ``reports.generate`` renders (``generate_report``) and
+loops over a report's models and editions (``generate_reports``) for the CLI, ``annex demo`` and
+the Dagster report assets alike.
 """
 
 from __future__ import annotations
@@ -127,35 +129,25 @@ def render_demo_reports(
     to ``out/reports``; prints each path. Per-model reports are rendered for ``models``, by
     default every model of the registry ([models] dir). ``annex demo`` calls this after its
     collections."""
-    from annex.model_registry import load_registry
     from reports.catalog import report_definitions
-    from reports.definition import ReportRequest
-    from reports.generate import generate_report
+    from reports.generate import generate_reports
     from reports.period import month_period
     from warehouse import Warehouse
 
     today = datetime.now(UTC).date()
-    request = ReportRequest(period=month_period(f"{today.year:04d}-{today.month:02d}"))
+    period = month_period(f"{today.year:04d}-{today.month:02d}")
     wh = Warehouse(settings.warehouse)
-    if models is None:
-        models = [m.name for m in load_registry(settings.models.dir).models]
     paths = []
-    for name, definition in report_definitions().items():
-        editions = definition.editions or (None,)
-        requests = (
-            [ReportRequest(model=m, edition=e) for m in models for e in editions]
-            if definition.needs_model
-            else [request]
-        )
-        for each in requests:
-            result = generate_report(
-                wh,
-                name,
-                each,
-                out / "reports",
-                models_dir=settings.models.dir,
-                evidence_dir=out / "evidence",
-            )
+    for name in report_definitions():
+        for result in generate_reports(
+            wh,
+            name,
+            period,
+            out / "reports",
+            models_dir=settings.models.dir,
+            models=models,
+            evidence_dir=out / "evidence",
+        ):
             print(f"report: {result.path}")
             paths.append(result.path)
     return paths

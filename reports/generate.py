@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from importlib.metadata import version
@@ -38,6 +39,7 @@ from reports.evidence import (
     prepare_connection,
     run_query,
 )
+from reports.period import Period
 from reports.render import EmbeddedFile, FetchRecord, RenderLimits, render_pdf
 from reports.templating import render_html
 from reports.versions import DocumentVersion, document_name, keep_companion, render_versioned
@@ -248,6 +250,46 @@ def generate_report(
         bundle_sha256,
         kept,
     )
+
+
+def generate_reports(
+    wh: Warehouse,
+    name: str,
+    period: Period,
+    output_dir: Path,
+    *,
+    models_dir: Path,
+    models: Sequence[str] | None = None,
+    evidence_dir: Path | None = None,
+    versions_dir: Path | None = None,
+) -> list[GeneratedReport]:
+    """Every rendering of report ``name`` a scheduled run makes (the monthly Dagster assets,
+    ``annex demo``): a per-model report once for each of ``models`` (default: every model of
+    the registry in ``models_dir``) and each of its editions, any other report once for
+    ``period``. The arguments are those of ``generate_report``."""
+    definition = report_definition(name)
+    if definition.needs_model:
+        if models is None:
+            models = [model.name for model in load_registry(models_dir).models]
+        requests = [
+            ReportRequest(model=model, edition=edition)
+            for model in models
+            for edition in definition.editions or (None,)
+        ]
+    else:
+        requests = [ReportRequest(period=period)]
+    return [
+        generate_report(
+            wh,
+            name,
+            request,
+            output_dir,
+            models_dir=models_dir,
+            evidence_dir=evidence_dir,
+            versions_dir=versions_dir,
+        )
+        for request in requests
+    ]
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -1,5 +1,5 @@
 """Report assets: one per report, partitioned by month, each a thin call into
-``reports.generate.generate_report`` (which reads the published read-only copy, so rendering
+``reports.generate.generate_reports`` (which reads the published read-only copy, so rendering
 never holds the ``duckdb`` pool or blocks a collection).
 
 The PDFs go to ``reports/`` beside the warehouse file, named ``<report>-<YYYY-MM>.pdf``;
@@ -13,12 +13,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from annex.model_registry import load_registry
 from annex.settings import Settings
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
 from reports.catalog import report_definition, report_definitions
-from reports.definition import ReportRequest
-from reports.generate import GeneratedReport, generate_report
+from reports.generate import GeneratedReport, generate_reports
 from reports.period import month_period
 
 GROUP = "reports"
@@ -78,27 +76,15 @@ def render_month(
     (the training-content summary) is rendered for every model of the registry into
     ``reports/YYYY-MM/``: that month's snapshot, kept as the summary's update history."""
     settings = annex.load()
-    definition = report_definition(name)
-    if definition.needs_model:
-        out = report_output_dir(settings) / month_key[:7]
-        return [
-            generate_report(
-                warehouse.get(),
-                name,
-                ReportRequest(model=model.name, edition=edition),
-                out,
-                models_dir=settings.models.dir,
-                versions_dir=report_output_dir(settings),  # one history across the months
-            )
-            for model in load_registry(settings.models.dir).models
-            for edition in definition.editions or [None]
-        ]
-    period = month_period(month_key[:7])
-    return [
-        generate_report(
-            warehouse.get(), name, ReportRequest(period=period), report_output_dir(settings)
-        )
-    ]
+    out = report_output_dir(settings)
+    return generate_reports(
+        warehouse.get(),
+        name,
+        month_period(month_key[:7]),
+        out / month_key[:7] if report_definition(name).needs_model else out,
+        models_dir=settings.models.dir,
+        versions_dir=out,  # one history across the months
+    )
 
 
 def report_asset(name: str, description: str) -> dg.AssetsDefinition:
