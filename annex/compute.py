@@ -151,25 +151,16 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-def flop(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g}"
-
-
-def _band(row: dict[str, Any], name: str, unit: str = "") -> str:
-    if row.get(name) is None:
-        return "n/a"
-    return (
-        f"{flop(row[name])}{unit} (band {flop(row[name + '_low'])} to "
-        f"{flop(row[name + '_high'])}{unit})"
-    )
-
-
 def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value else "-"
 
 
 def render_text(report: dict[str, Any]) -> str:
-    """The human-readable report: every figure with its method, band and gaps."""
+    """The human-readable report: every figure with its method, band and gaps (in the
+    terminal's short form of ``reports.numbers``)."""
+    from reports.numbers import terse
+    from reports.numbers import terse_with_band as banded
+
     m = report["model"]
     lines = [
         f"model {m['model_name']}"
@@ -188,13 +179,13 @@ def render_text(report: dict[str, Any]) -> str:
         )
     lines += [
         "compute (FLOP):",
-        f"  hardware-based (GPUs x dense peak x utilisation x time): {_band(m, 'hardware_flop')}",
+        f"  hardware-based (GPUs x dense peak x utilisation x time): {banded(m, 'hardware_flop')}",
         f"  architecture-based (6 x N x tokens; 2 x N for generation): "
-        f"{_band(m, 'architecture_flop')}",
+        f"{banded(m, 'architecture_flop')}",
     ]
     if m["methods_ratio"] is not None:
         verdict = "FLAGGED: beyond the margin" if m["disagreement_flagged"] else "within the margin"
-        lines.append(f"  hardware / architecture: {m['methods_ratio']:.3g} ({verdict})")
+        lines.append(f"  hardware / architecture: {terse(m['methods_ratio'])} ({verdict})")
     if m["active_parameters"]:
         lines.append(
             f"  N = {m['active_parameters']:,} active parameters (mixture of experts; "
@@ -207,22 +198,22 @@ def render_text(report: dict[str, Any]) -> str:
         )
     lines += [
         f"  own compute of record ({', '.join(m['compute_methods']) or 'none'}; the larger "
-        f"estimate per run, never above its physical maximum): {_band(m, 'own_compute_flop')}",
-        f"  base models ({', '.join(m['base_models']) or 'none'}): {flop(m['base_compute_flop'])}",
-        f"  cumulative: {_band(m, 'cumulative_compute_flop')}",
+        f"estimate per run, never above its physical maximum): {banded(m, 'own_compute_flop')}",
+        f"  base models ({', '.join(m['base_models']) or 'none'}): {terse(m['base_compute_flop'])}",
+        f"  cumulative: {banded(m, 'cumulative_compute_flop')}",
         "energy:",
-        f"  of record: {_band(m, 'energy_mwh', ' MWh')}; rounded {flop(m['energy_mwh_rounded'])}"
+        f"  of record: {banded(m, 'energy_mwh', ' MWh')}; rounded {terse(m['energy_mwh_rounded'])}"
         f" MWh; {m['energy_method'] or 'n/a'}",
-        f"  measured part: {_band(m, 'energy_measured_mwh', ' MWh')}; rounded "
-        f"{flop(m['energy_measured_mwh_rounded'])} MWh; {m['energy_measured_method'] or 'n/a'}",
-        f"  estimated: {_band(m, 'energy_estimated_mwh', ' MWh')}; rounded "
-        f"{flop(m['energy_estimated_mwh_rounded'])} MWh; {m['energy_estimated_method'] or 'n/a'}",
+        f"  measured part: {banded(m, 'energy_measured_mwh', ' MWh')}; rounded "
+        f"{terse(m['energy_measured_mwh_rounded'])} MWh; {m['energy_measured_method'] or 'n/a'}",
+        f"  estimated: {banded(m, 'energy_estimated_mwh', ' MWh')}; rounded "
+        f"{terse(m['energy_estimated_mwh_rounded'])} MWh; {m['energy_estimated_method'] or 'n/a'}",
         "thresholds:",
     ]
     for t in report["thresholds"]:
         lines.append(
-            f"  {t['threshold']} ({flop(t['threshold_flop'])} FLOP, {t['threshold_basis']}): "
-            f"{t['status']}; compared {flop(t['compared_flop'])}; crossed {_when(t['crossed_at'])}"
+            f"  {t['threshold']} ({terse(t['threshold_flop'])} FLOP, {t['threshold_basis']}): "
+            f"{t['status']}; compared {terse(t['compared_flop'])}; crossed {_when(t['crossed_at'])}"
             f"; projected {_when(t['projected_crossing_at'])}; notify by "
             f"{_when(t['notification_due']) if t['notification_due'] else 'no notification'}"
             + (f" (projected by {t['projection_basis']})" if t["projection_basis"] else "")
@@ -230,13 +221,13 @@ def render_text(report: dict[str, Any]) -> str:
         )
     if m["plan_end"] is not None:
         lines.append(
-            f"projection: {flop(m['rate_flop_per_s'])} FLOP/s from running jobs to the planned "
-            f"end {_when(m['plan_end'])}: {flop(m['projected_compute_flop'])} FLOP"
+            f"projection: {terse(m['rate_flop_per_s'])} FLOP/s from running jobs to the planned "
+            f"end {_when(m['plan_end'])}: {terse(m['projected_compute_flop'])} FLOP"
         )
     if m["planned_compute_flop"] is not None:
         lines.append(
             f"planned: the running runs' token plans take cumulative compute to "
-            f"{flop(m['planned_compute_flop'])} FLOP"
+            f"{terse(m['planned_compute_flop'])} FLOP"
         )
     lines.append("gaps:" if m["gaps"] else "gaps: none")
     lines += [f"  - {gap}" for gap in m["gaps"]]

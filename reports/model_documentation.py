@@ -798,11 +798,6 @@ def _data(
     ]  # fmt: skip
 
 
-def _band(row: Row, name: str) -> str:
-    band = numbers.flop_band(row[name + "_low"], row[name + "_high"])
-    return f"{numbers.flop(row[name])} FLOP (band {band})"
-
-
 def _compute(
     edition: str,
     compute: Row | None,
@@ -821,7 +816,7 @@ def _compute(
     amount = None
     precise = None
     if edition == AI_OFFICE and c.get("cumulative_compute_flop"):
-        amount = _band(c, "cumulative_compute_flop")
+        amount = numbers.flop_with_band(c, "cumulative_compute_flop")
         if c.get("base_compute_flop"):
             amount += f", of which {numbers.flop(c['base_compute_flop'])} FLOP by its base models"
         if c.get("wall_clock_days") is not None:

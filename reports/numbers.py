@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from reports.charts import power_of_ten
 
@@ -61,6 +63,29 @@ def flop_band(low: float | None, high: float | None) -> str | None:
     if low is None or high is None:
         return None
     return f"{flop(low)} to {flop(high)}"
+
+
+def flop_with_band(row: Mapping[str, Any], name: str) -> str:
+    """``row[name]`` with the band of ``row[name_low]`` and ``row[name_high]`` (the marts'
+    columns): ``7.16 × 10²⁴ FLOP (band 5.01 × 10²⁴ to 9.31 × 10²⁴)``."""
+    band = flop_band(row[name + "_low"], row[name + "_high"])
+    return f"{flop(row[name])} FLOP (band {band})"
+
+
+def terse(value: float | None) -> str:
+    """The command line's form of a figure (``annex compute``): ``7.16e+24``, the significant
+    figures of ``flop``, ``n/a`` for a gap; short and greppable in a terminal, where a document
+    writes ``7.16 × 10²⁴``."""
+    return "n/a" if value is None else f"{value:.{FLOP_FIGURES}g}"
+
+
+def terse_with_band(row: Mapping[str, Any], name: str, unit: str = "") -> str:
+    """``terse`` of ``row[name]`` with its band: ``7.16e+24 (band 5.01e+24 to 9.31e+24)``, or
+    ``n/a``."""
+    if row.get(name) is None:
+        return "n/a"
+    low, high = terse(row[name + "_low"]), terse(row[name + "_high"])
+    return f"{terse(row[name])}{unit} (band {low} to {high}{unit})"
 
 
 def magnitude(value: float | None) -> str | None:
