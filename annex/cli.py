@@ -844,7 +844,7 @@ def _print_compute(settings: Settings) -> list[str]:
     from rich.console import Console
     from rich.table import Table
 
-    from annex.compute import flop
+    from reports.numbers import terse as flop
     from warehouse import Warehouse
 
     with Warehouse(settings.warehouse).reader() as con:
