@@ -844,7 +844,7 @@ def _print_compute(settings: Settings) -> list[str]:
     from rich.console import Console
     from rich.table import Table
 
-    from reports.numbers import terse as flop
+    from reports.numbers import terse
     from warehouse import Warehouse
 
     with Warehouse(settings.warehouse).reader() as con:
@@ -873,7 +873,7 @@ def _print_compute(settings: Settings) -> list[str]:
         table.add_column(column, overflow="fold")
     for model, compute, methods, mwh, thresholds in rows:
         energy = "-" if mwh is None else str(mwh)
-        table.add_row(model, flop(compute), methods or "-", energy, thresholds or "-")
+        table.add_row(model, terse(compute), methods or "-", energy, thresholds or "-")
     Console().print(table)
     return [row[0] for row in rows]
 
