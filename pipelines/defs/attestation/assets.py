@@ -12,20 +12,15 @@ import dagster as dg
 
 from annex.attestation import collect_attestation_evidence, refresh_attestation_coverage
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
-from pipelines.defs.shared import COLLECT_RETRY, collection_metadata, warehouse_schema
-from pipelines.partitions import clusters
+from pipelines.defs.shared import (
+    collection_asset,
+    collection_metadata,
+)
 
 GROUP = "attestation"
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool="duckdb",
-    kinds={"duckdb"},
-    partitions_def=clusters,
-    deps=[warehouse_schema],
-    retry_policy=COLLECT_RETRY,
-)
+@collection_asset(GROUP, {"duckdb"})
 def attestation_records(
     context: dg.AssetExecutionContext, annex: AnnexSettingsResource, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:

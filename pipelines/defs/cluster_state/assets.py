@@ -15,8 +15,10 @@ import duckdb
 from annex.inventory import collect_cluster_inventory
 from annex.settings import ClusterSettings, Settings
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
-from pipelines.defs.shared import COLLECT_RETRY, collection_metadata, warehouse_schema
-from pipelines.partitions import clusters
+from pipelines.defs.shared import (
+    collection_asset,
+    collection_metadata,
+)
 from warehouse import CollectionResult, Warehouse
 
 GROUP = "cluster_state"
@@ -86,14 +88,7 @@ def inventory_metadata(wh: Warehouse, result: CollectionResult) -> dict[str, Any
 # -- assets ------------------------------------------------------------------------------------
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool="duckdb",
-    kinds={"kubernetes", "duckdb"},
-    partitions_def=clusters,
-    deps=[warehouse_schema],
-    retry_policy=COLLECT_RETRY,
-)
+@collection_asset(GROUP, {"kubernetes", "duckdb"})
 def cluster_inventory(
     context: dg.AssetExecutionContext, annex: AnnexSettingsResource, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:

@@ -15,20 +15,15 @@ from annex.gpu_evidence import (
     refresh_gpu_utilisation,
 )
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
-from pipelines.defs.shared import COLLECT_RETRY, collection_metadata, warehouse_schema
-from pipelines.partitions import clusters
+from pipelines.defs.shared import (
+    collection_asset,
+    collection_metadata,
+)
 
 GROUP = "gpu_evidence"
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool="duckdb",
-    kinds={"kubernetes", "duckdb"},
-    partitions_def=clusters,
-    deps=[warehouse_schema],
-    retry_policy=COLLECT_RETRY,
-)
+@collection_asset(GROUP, {"kubernetes", "duckdb"})
 def gpu_benchmarks(
     context: dg.AssetExecutionContext, annex: AnnexSettingsResource, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:
@@ -40,14 +35,7 @@ def gpu_benchmarks(
     return dg.MaterializeResult(metadata=collection_metadata(result))
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool="duckdb",
-    kinds={"prometheus", "duckdb"},
-    partitions_def=clusters,
-    deps=[warehouse_schema],
-    retry_policy=COLLECT_RETRY,
-)
+@collection_asset(GROUP, {"prometheus", "duckdb"})
 def gpu_telemetry(
     context: dg.AssetExecutionContext, annex: AnnexSettingsResource, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:

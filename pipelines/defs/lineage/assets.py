@@ -12,18 +12,15 @@ import dagster as dg
 
 from annex.lineage import collect_lineage_evidence, refresh_lineage_models
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
-from pipelines.defs.shared import COLLECT_RETRY, collection_metadata, warehouse_schema
+from pipelines.defs.shared import (
+    collection_asset,
+    collection_metadata,
+)
 
 GROUP = "lineage"
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool="duckdb",
-    kinds={"openlineage", "duckdb"},
-    deps=[warehouse_schema],
-    retry_policy=COLLECT_RETRY,
-)
+@collection_asset(GROUP, {"openlineage", "duckdb"}, per_cluster=False)
 def lineage_events(
     annex: AnnexSettingsResource, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:

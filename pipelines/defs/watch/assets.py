@@ -11,8 +11,7 @@ from annex.inventory import cluster_api
 from annex.settings import ClusterSettings, Settings
 from annex.watch import WatchService, WatchSummary
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
-from pipelines.defs.shared import COLLECT_RETRY, warehouse_schema
-from pipelines.partitions import clusters
+from pipelines.defs.shared import collection_asset
 from warehouse import Warehouse
 
 GROUP = "watch"
@@ -46,14 +45,7 @@ def summary_metadata(summary: WatchSummary) -> dict[str, Any]:
     return metadata
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool="duckdb",
-    kinds={"kubernetes", "duckdb"},
-    partitions_def=clusters,
-    deps=[warehouse_schema],
-    retry_policy=COLLECT_RETRY,
-)
+@collection_asset(GROUP, {"kubernetes", "duckdb"})
 def watched_gpu_allocations(
     context: dg.AssetExecutionContext, annex: AnnexSettingsResource, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:
