@@ -386,6 +386,13 @@ def report_failure(exc: BaseException, *, debug: bool = False) -> int:
     if isinstance(exc, KeyboardInterrupt):
         print("annex: interrupted", file=sys.stderr)
         return 130
+    if isinstance(exc, BrokenPipeError):
+        # The reader of our output went away (`annex sql ... | head`): not a failure of
+        # annex's. Point stdout at /dev/null so flushing it at exit raises nothing more.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141  # 128 + SIGPIPE, as a shell reports a command its pipe stopped
     if debug:
         raise exc
     from warehouse.space import out_of_space
