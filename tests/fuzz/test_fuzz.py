@@ -18,6 +18,7 @@ import pytest
 from collectors.lineage.events import canonical_json
 
 ROOT = Path(__file__).resolve().parents[2]
+DICT = Path(__file__).with_name("json.dict")  # JSON tokens and the keys graph.c reads
 SECONDS = int(os.environ.get("ANNEX_FUZZ_SECONDS", "10"))
 ODD = [
     b'{"run": {"facets": {"a": {"b": [1.0, -0.0, 1e400, "\\ud83d\\ude00"]}}}}',
@@ -54,7 +55,7 @@ def test_the_c_reader_and_the_python_path_agree_on_fuzzed_inputs(
     for seed in corpus.iterdir():
         (work / seed.name).write_bytes(seed.read_bytes())
     command = [sys.executable, "-m", f"tests.fuzz.{target}", f"-max_total_time={SECONDS}"]
-    command += ["-seed=1", "-max_len=8192", "-timeout=10", "-rss_limit_mb=2048"]
+    command += ["-seed=1", "-max_len=8192", "-timeout=10", "-rss_limit_mb=2048", f"-dict={DICT}"]
     command += [f"-artifact_prefix={tmp_path}/", str(work)]
     environment = {**os.environ, "ANNEX_FUZZ_NATIVE_DIR": str(tmp_path / "native")}
     result = subprocess.run(
