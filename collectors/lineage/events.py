@@ -421,7 +421,12 @@ def respell_in_c() -> Callable[[bytes], bytes | int] | None:
     """``canonical.c``'s respelling as a function of orjson's text: the canonical text, or the
     C's code where the value must be written again or walked (``_RESPELL_EXPONENT``,
     ``_RESPELL_ASTRAL``). None where the C cannot be built, with one warning a process: the
-    regular expressions give the same texts, about 10 µs an event slower."""
+    regular expressions give the same texts, about 4-10 µs an event slower.
+
+    PyPI's RFC 8785 libraries are far slower (issue 36, ``python -m bench.lineage_readers``:
+    ``rfc8785``, pure Python, 27x this path's time; ``canonicaljson`` 5x, and not RFC 8785 for
+    floats), so the C stays, with a coverage-guided fuzz target (``tests/fuzz/
+    fuzz_canonical.py``) holding it equal to the Python path and the RFC 8785 walk."""
     global _respell, _respell_loaded
     if _respell_loaded:
         return _respell

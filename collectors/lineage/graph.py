@@ -8,8 +8,14 @@ latest per entity and facet name is kept. ``read_graph`` gives the merge the nar
 ``substring()`` counts), so the merge slices out only the winners' texts (``json()`` of the
 slice: the same text the maps held).
 
-The reader is C (``graph.c``: 7-13 µs an event, against 80 µs in Python), built on first use
-(``collectors.lineage.native``) and called through ctypes, which releases the GIL. Where it
+The reader is C (``graph.c``: 5-12 µs an event, against 80 µs in Python), built on first use
+(``collectors.lineage.native``) and called through ctypes, which releases the GIL. No maintained
+library does this job as fast (issue 36; ``python -m bench.lineage_readers``): msgspec decodes
+an event into Structs with ``msgspec.Raw`` facet values (raw bytes, not decoded) as fast as
+graph.c reads it, but building the rows in Python puts it at 5x graph.c's time, and it cannot
+see a repeated or escaped key, which graph.c must leave to the warehouse. So the C stays, with
+a coverage-guided fuzz target (``tests/fuzz/fuzz_graph.py``, atheris, run by ``make test``)
+holding it equal to its rules written again in Python on every input. Where it
 cannot be built (no compiler, no writable folder), ``read_graph`` raises
 ``NativeCodeUnavailable`` and the collector leaves every event to the warehouse's parse: the
 same rows, slower. An event the
