@@ -857,8 +857,8 @@ def _print_compute(settings: Settings) -> list[str]:
     with Warehouse(settings.warehouse).reader() as con:
         rows = con.execute(
             """
-            SELECT m.model_name, m.cumulative_compute_flop, array_to_string(m.compute_methods, '+'),
-                   m.energy_mwh_rounded,
+            SELECT m.model_name, m.cumulative_compute_flop,
+                   array_to_string(m.compute_methods, ' + '), m.energy_mwh_rounded,
                    string_agg(
                        CASE t.threshold WHEN 'gpai' THEN '10^23' WHEN 'systemic_risk' THEN '10^25'
                             ELSE 'modification' END
