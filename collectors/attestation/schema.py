@@ -54,6 +54,7 @@ ATTESTATION_RECORDS = pa.schema(
         ("verdict", pa.string()),  # 'pass' | 'fail' | 'error' | 'unverifiable'
         ("reasons", pa.list_(pa.string())),  # reason codes; empty only for 'pass'
         ("detail", pa.string()),  # one human sentence per reason, '; '-joined
+        ("rules_not_applicable", pa.list_(pa.string())),  # rules this platform cannot carry
         ("policy_id", pa.string()),
         ("policy_sha256", pa.string()),
         ("hw_model", pa.string()),

@@ -248,6 +248,7 @@ def _row_template() -> dict[str, Any]:
         "verdict": "fail",
         "reasons": [],
         "detail": None,
+        "rules_not_applicable": [],
         "policy_id": None,
         "policy_sha256": None,
         "hw_model": None,
@@ -608,6 +609,7 @@ class Verifier:
             )
             for reason, detail in findings:
                 state.add(reason, detail)
+            row["rules_not_applicable"] = sorted(not_applicable)
             if not_applicable:
                 state.note(
                     f"not applicable: {', '.join(not_applicable)} (a {row['tee_type'] or provider}"

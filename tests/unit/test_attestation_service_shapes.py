@@ -303,6 +303,7 @@ def test_azure_tdx_token_has_no_secure_boot_rule_not_applicable(services: Servic
     assert record["vm_id"] == "7D0B1F3C-6052-4E8D-AF9C-4B3E2D1A0F9E"
     assert record["measurement"] == MRTD
     assert "not applicable: secure_boot, sevsnp_launch_measurements" in record["detail"]
+    assert record["rules_not_applicable"] == ["secure_boot", "sevsnp_launch_measurements"]
 
 
 def test_azure_sevsnp_token_without_secure_boot_fails_closed(services: Services) -> None:
@@ -386,6 +387,7 @@ def test_ita_sgx_token_has_sgx_rules_and_no_mrtd_rule(services: Services) -> Non
     assert (record["verdict"], record["reasons"]) == ("pass", []), record["detail"]
     assert record["tee_type"] == "sgx"
     assert "not applicable: tdx_mrtd" in record["detail"]
+    assert record["rules_not_applicable"] == ["tdx_mrtd"]
     document = fixture("ita_v2_sgx.json", nonce_b64=b64(NONCE.encode()))
     document["claims"]["sgx"]["sgx_is_debuggable"] = True
     token = services.sign("ita", document["header"], document["claims"])

@@ -38,6 +38,7 @@ CREATE TEMP TABLE stage_attestation_records (
     verdict VARCHAR,
     reasons VARCHAR[],
     detail VARCHAR,
+    rules_not_applicable VARCHAR[],
     policy_id VARCHAR,
     policy_sha256 VARCHAR,
     hw_model VARCHAR,
