@@ -31,6 +31,8 @@ from warehouse.migrate import (
     applied_migrations,
     apply_migrations,
     check_applied,
+    default_marts_dir,
+    discover_mart_views,
     discover_migrations,
     table_exists,
 )
@@ -112,11 +114,19 @@ def _size(size: int, exists: bool) -> str:
 class Warehouse:
     """One annex warehouse: the live DuckDB file, its writer lock and its published copy."""
 
-    def __init__(self, settings: WarehouseSettings, *, migrations_dir: Path | None = None):
+    def __init__(
+        self,
+        settings: WarehouseSettings,
+        *,
+        migrations_dir: Path | None = None,
+        marts_dir: Path | None = None,
+    ):
         self.settings = settings
         self.path = Path(settings.path)
         self.published_path = Path(settings.resolved_published_path)
         self.migrations_dir = migrations_dir
+        self.marts_dir = marts_dir or default_marts_dir(migrations_dir)
+        """The living ``marts`` view files (``warehouse/marts``; beside a test's migrations)."""
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -277,7 +287,9 @@ class Warehouse:
 
     def _migrate(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         try:
-            return apply_migrations(con, self.migrations(), str(self.path))
+            return apply_migrations(
+                con, self.migrations(), str(self.path), discover_mart_views(self.marts_dir)
+            )
         except (MigrationError, duckdb.Error) as exc:
             if not out_of_space(exc):
                 raise

@@ -6,6 +6,12 @@ half-way leaves nothing behind, and a killed process leaves the file at the last
 migration. Opening an older warehouse applies the missing ones. An applied migration is never
 edited: its checksum is checked on every open, and a changed file is refused, because the
 warehouse would silently differ from what the file says.
+
+Migrations keep tables and data changes. The ``marts`` views are living SQL instead: each is one
+file ``marts/<name>.sql`` beside the migrations folder (its ``CREATE OR REPLACE VIEW`` and its
+``COMMENT ON``s), and every migrate re-creates them all, in dependency order, when a file changed
+or a migration ran (``meta.marts_views`` records each file's checksum). Changing a view is editing
+its file; no migration restates it.
 """
 
 from __future__ import annotations
@@ -40,7 +46,23 @@ COMMENT ON COLUMN meta.migrations.name IS 'The migration file name.';
 COMMENT ON COLUMN meta.migrations.checksum IS
     'SHA-256 (hex) of the file as applied; an applied migration must never change.';
 COMMENT ON COLUMN meta.migrations.applied_at IS 'When it was applied (UTC).';
+CREATE TABLE IF NOT EXISTS meta.marts_views (
+    name VARCHAR NOT NULL PRIMARY KEY,
+    checksum VARCHAR NOT NULL,
+    applied_at TIMESTAMP NOT NULL
+);
+COMMENT ON TABLE meta.marts_views IS
+    'One row per marts view as last created from its file warehouse/marts/<name>.sql.';
+COMMENT ON COLUMN meta.marts_views.name IS 'The view name in schema marts (the file stem).';
+COMMENT ON COLUMN meta.marts_views.checksum IS
+    'SHA-256 (hex) of the file as applied; a different file re-creates the views on migrate.';
+COMMENT ON COLUMN meta.marts_views.applied_at IS 'When the view was last created (UTC).';
 """
+
+_VIEW_CREATE = re.compile(
+    r"^\s*CREATE\s+OR\s+REPLACE\s+VIEW\s+marts\.([a-z0-9_]+)\b", re.IGNORECASE
+)
+_MARTS_REFERENCE = re.compile(r"\bmarts\.([a-z0-9_]+)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -63,6 +85,129 @@ class AppliedMigration:
     name: str
     checksum: str
     applied_at: datetime
+
+
+@dataclass(frozen=True)
+class MartView:
+    """One living view file ``marts/<name>.sql``."""
+
+    name: str
+    """The view's name in schema ``marts``: the file stem."""
+    path: Path
+    sql: str
+    checksum: str
+    depends_on: frozenset[str]
+    """The other marts views its SQL reads (so they are created first)."""
+
+
+def default_marts_dir(migrations_dir: Path | None) -> Path:
+    """The views folder beside a migrations folder: ``warehouse/marts`` for annex's own."""
+    return (migrations_dir or DEFAULT_MIGRATIONS_DIR).parent / "marts"
+
+
+def discover_mart_views(marts_dir: Path) -> list[MartView]:
+    """The view files of ``marts_dir`` in creation order (a view after those it reads).
+
+    A missing folder means no living views (a test's own migrations folder). A file whose
+    first statement is not ``CREATE OR REPLACE VIEW marts.<its stem>`` is an error, and so is
+    a cycle.
+    """
+    if not marts_dir.is_dir():
+        return []
+    con = duckdb.connect()
+    try:
+        views: dict[str, MartView] = {}
+        for path in sorted(marts_dir.glob("*.sql")):
+            data = path.read_bytes()
+            sql = data.decode("utf-8")
+            try:
+                statements = con.extract_statements(sql)
+            except duckdb.Error as exc:
+                raise MigrationError(
+                    f"view file {path} is not valid SQL: {exc}", hint="fix the file and rerun"
+                ) from exc
+            first = _VIEW_CREATE.match(_strip_comments(statements[0].query)) if statements else None
+            if first is None or first.group(1).lower() != path.stem:
+                raise MigrationError(
+                    f"view file {path} does not start with CREATE OR REPLACE VIEW "
+                    f"marts.{path.stem}",
+                    hint="one view a file, named after the view; its COMMENT ON statements follow",
+                )
+            views[path.stem] = MartView(
+                name=path.stem,
+                path=path,
+                sql=sql,
+                checksum=hashlib.sha256(data).hexdigest(),
+                depends_on=frozenset(
+                    m.group(1).lower() for m in _MARTS_REFERENCE.finditer(statements[0].query)
+                ),
+            )
+    finally:
+        con.close()
+    ordered: list[MartView] = []
+    placed: set[str] = set()
+    while len(ordered) < len(views):
+        ready = [
+            v
+            for name, v in views.items()
+            if name not in placed
+            and all(d in placed or d == name or d not in views for d in v.depends_on)
+        ]
+        if not ready:
+            stuck = sorted(set(views) - placed)
+            raise MigrationError(
+                f"marts views {', '.join(stuck)} in {marts_dir} depend on each other in a cycle",
+                hint="break the cycle: a view may read only views that do not read it",
+            )
+        ordered.extend(ready)
+        placed.update(v.name for v in ready)
+    return ordered
+
+
+def _strip_comments(sql: str) -> str:
+    return re.sub(r"^(\s*--[^\n]*\n)+", "", sql)
+
+
+def apply_mart_views(
+    con: duckdb.DuckDBPyConnection,
+    views: list[MartView],
+    warehouse: str,
+) -> list[str]:
+    """(Re)create the marts views from their files when any file changed; return their names.
+
+    One transaction: the views, their comments and ``meta.marts_views`` change together. A
+    view whose file was removed (it is in ``meta.marts_views`` but has no file) is dropped.
+    A migration empties ``meta.marts_views`` (see ``apply_migrations``), so after one the
+    views are re-created even if no file changed.
+    """
+    recorded = dict(con.execute("SELECT name, checksum FROM meta.marts_views").fetchall())
+    wanted = {v.name: v.checksum for v in views}
+    if recorded == wanted:
+        return []
+    con.execute("BEGIN")
+    try:
+        for name in sorted(set(recorded) - set(wanted)):
+            con.execute(f'DROP VIEW IF EXISTS marts."{name}"')
+        con.execute("DELETE FROM meta.marts_views")
+        now = utc_now()
+        for view in views:
+            try:
+                for statement in con.extract_statements(view.sql):
+                    con.execute(statement)
+            except duckdb.Error as exc:
+                raise MigrationError(
+                    f"view file {view.path} failed on {warehouse} and nothing was changed: {exc}",
+                    hint="fix the view's SQL (views are re-created on every migrate) and rerun",
+                ) from exc
+            con.execute(
+                "INSERT INTO meta.marts_views (name, checksum, applied_at) VALUES (?, ?, ?)",
+                [view.name, view.checksum, now],
+            )
+        con.execute("COMMIT")
+    except BaseException as exc:
+        roll_back(con, exc)
+        raise
+    return [v.name for v in views]
 
 
 def discover_migrations(migrations_dir: Path | None = None) -> list[Migration]:
@@ -153,12 +298,16 @@ def check_applied(
 
 
 def apply_migrations(
-    con: duckdb.DuckDBPyConnection, migrations: list[Migration], warehouse: str
+    con: duckdb.DuckDBPyConnection,
+    migrations: list[Migration],
+    warehouse: str,
+    views: list[MartView] | None = None,
 ) -> list[str]:
-    """Apply the pending migrations on a read-write connection; return their names.
+    """Apply the pending migrations, then the marts ``views``; return the migrations' names.
 
     The caller holds the writer lock. Each migration and its ``meta.migrations`` row commit
-    together or not at all.
+    together or not at all; the views are re-created in one more transaction when a file
+    changed or a migration ran (``apply_mart_views``).
     """
     con.execute("BEGIN")
     try:
@@ -191,6 +340,10 @@ def apply_migrations(
                 "VALUES (?, ?, ?, ?)",
                 [migration.version, migration.name, migration.checksum, utc_now()],
             )
+            # A migration may restate a marts view as it stood then: forget the recorded
+            # views in the same transaction, so the next migrate re-creates them from files
+            # even if this process dies before it does.
+            con.execute("DELETE FROM meta.marts_views")
             con.execute("COMMIT")
         except duckdb.Error as exc:
             roll_back(con, exc)
@@ -202,6 +355,7 @@ def apply_migrations(
             roll_back(con, exc)
             raise
         names.append(migration.name)
+    apply_mart_views(con, views or [], warehouse)
     return names
 
 

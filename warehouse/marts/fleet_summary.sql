@@ -1,0 +1,134 @@
+-- marts.fleet_summary: re-created on every migrate from this file (warehouse/marts/README.md).
+CREATE OR REPLACE VIEW marts.fleet_summary AS
+WITH last_collection AS (
+    SELECT cluster, collection_id, started_at
+    FROM audit.collections
+    WHERE source = 'kubernetes' AND status = 'succeeded'
+    QUALIFY row_number() OVER (PARTITION BY cluster ORDER BY started_at DESC) = 1
+),
+snapshot AS (
+    SELECT l.cluster, bool_and(k.consistent) AS consistent
+    FROM last_collection AS l
+    JOIN audit.kubernetes_lists AS k USING (collection_id)
+    GROUP BY l.cluster
+),
+nodes AS (
+    SELECT
+        cluster,
+        count(*) AS nodes,
+        count(*) FILTER (WHERE ready) AS ready_nodes,
+        count(*) FILTER (WHERE ready AND NOT unschedulable) AS schedulable_nodes,
+        count(*) FILTER (WHERE unschedulable) AS cordoned_nodes,
+        count(*) FILTER (WHERE len(gpu_resources) > 0) AS gpu_nodes
+    FROM core.nodes
+    WHERE valid_to IS NULL
+    GROUP BY cluster
+),
+gpus AS (
+    SELECT
+        cluster,
+        CAST(sum(capacity) FILTER (WHERE whole_gpus) AS BIGINT) AS gpus_capacity,
+        CAST(sum(allocatable) FILTER (WHERE whole_gpus) AS BIGINT) AS gpus_allocatable,
+        CAST(sum(allocated_workload) FILTER (WHERE whole_gpus) AS BIGINT)
+            AS gpus_allocated_workload,
+        CAST(sum(allocated_balloon) FILTER (WHERE whole_gpus) AS BIGINT) AS gpus_allocated_balloon,
+        CAST(sum(free) FILTER (WHERE whole_gpus) AS BIGINT) AS gpus_free,
+        CAST(sum(unavailable) FILTER (WHERE whole_gpus) AS BIGINT) AS gpus_unavailable,
+        CAST(sum(capacity) FILTER (WHERE NOT whole_gpus) AS BIGINT) AS mig_slices_capacity,
+        CAST(sum(allocated_workload + allocated_balloon) FILTER (WHERE NOT whole_gpus)
+            AS BIGINT)
+            AS mig_slices_allocated
+    FROM marts.node_gpu_capacity
+    GROUP BY cluster
+),
+pods AS (
+    SELECT
+        cluster,
+        count(*) AS pods,
+        count(*) FILTER (WHERE counted) AS pods_counted,
+        count(*) FILTER (WHERE counted AND len(gpu_requests) > 0) AS gpu_pods_counted,
+        count(*) FILTER (WHERE counted AND is_balloon) AS balloon_pods,
+        count(*) FILTER (WHERE queued) AS queued_pods,
+        coalesce(CAST(sum(gpus) FILTER (WHERE queued) AS BIGINT), 0) AS queued_gpus
+    FROM core.pods
+    WHERE present
+    GROUP BY cluster
+)
+SELECT
+    l.cluster,
+    coalesce(n.nodes, 0) AS nodes,
+    coalesce(n.ready_nodes, 0) AS ready_nodes,
+    coalesce(n.schedulable_nodes, 0) AS schedulable_nodes,
+    coalesce(n.cordoned_nodes, 0) AS cordoned_nodes,
+    coalesce(n.gpu_nodes, 0) AS gpu_nodes,
+    coalesce(g.gpus_capacity, 0) AS gpus_capacity,
+    coalesce(g.gpus_allocatable, 0) AS gpus_allocatable,
+    coalesce(g.gpus_allocated_workload, 0) AS gpus_allocated_workload,
+    coalesce(g.gpus_allocated_balloon, 0) AS gpus_allocated_balloon,
+    coalesce(g.gpus_free, 0) AS gpus_free,
+    coalesce(g.gpus_unavailable, 0) AS gpus_unavailable,
+    coalesce(g.mig_slices_capacity, 0) AS mig_slices_capacity,
+    coalesce(g.mig_slices_allocated, 0) AS mig_slices_allocated,
+    coalesce(p.pods, 0) AS pods,
+    coalesce(p.pods_counted, 0) AS pods_counted,
+    coalesce(p.gpu_pods_counted, 0) AS gpu_pods_counted,
+    coalesce(p.balloon_pods, 0) AS balloon_pods,
+    coalesce(p.queued_pods, 0) AS queued_pods,
+    coalesce(p.queued_gpus, 0) AS queued_gpus,
+    l.collection_id AS last_collection_id,
+    l.started_at AS last_collected_at,
+    coalesce(s.consistent, false) AS snapshot_consistent
+FROM last_collection AS l
+LEFT JOIN nodes AS n USING (cluster)
+LEFT JOIN gpus AS g USING (cluster)
+LEFT JOIN pods AS p USING (cluster)
+LEFT JOIN snapshot AS s USING (cluster);
+
+COMMENT ON VIEW marts.fleet_summary IS
+    'One row per cluster with a successful Kubernetes collection: nodes, whole GPUs by bucket (capacity = allocated_workload + allocated_balloon + free + unavailable), MIG slices apart, pods, queued demand, and the latest collection with whether its snapshot was consistent.';
+COMMENT ON COLUMN marts.fleet_summary.cluster IS
+    'Cluster name as configured in annex.';
+COMMENT ON COLUMN marts.fleet_summary.nodes IS
+    'Current nodes.';
+COMMENT ON COLUMN marts.fleet_summary.ready_nodes IS
+    'Nodes whose Ready condition is True.';
+COMMENT ON COLUMN marts.fleet_summary.schedulable_nodes IS
+    'Ready and not cordoned.';
+COMMENT ON COLUMN marts.fleet_summary.cordoned_nodes IS
+    'Nodes with spec.unschedulable.';
+COMMENT ON COLUMN marts.fleet_summary.gpu_nodes IS
+    'Nodes with any GPU-like resource in their capacity.';
+COMMENT ON COLUMN marts.fleet_summary.gpus_capacity IS
+    'Whole GPUs (nvidia.com/gpu, MIG-single nodes excluded) in node capacity.';
+COMMENT ON COLUMN marts.fleet_summary.gpus_allocatable IS
+    'Whole GPUs allocatable.';
+COMMENT ON COLUMN marts.fleet_summary.gpus_allocated_workload IS
+    'Whole GPUs held by workload pods.';
+COMMENT ON COLUMN marts.fleet_summary.gpus_allocated_balloon IS
+    'Whole GPUs held by balloon (placeholder) pods.';
+COMMENT ON COLUMN marts.fleet_summary.gpus_free IS
+    'Whole GPUs free on Ready, uncordoned nodes.';
+COMMENT ON COLUMN marts.fleet_summary.gpus_unavailable IS
+    'Whole GPUs unhealthy, or unallocated on NotReady or cordoned nodes.';
+COMMENT ON COLUMN marts.fleet_summary.mig_slices_capacity IS
+    'MIG slices in node capacity (mixed-strategy profiles and single-strategy nvidia.com/gpu).';
+COMMENT ON COLUMN marts.fleet_summary.mig_slices_allocated IS
+    'MIG slices held by pods.';
+COMMENT ON COLUMN marts.fleet_summary.pods IS
+    'Pods present in the latest snapshot.';
+COMMENT ON COLUMN marts.fleet_summary.pods_counted IS
+    'Pods holding their requests (bound, not Succeeded/Failed).';
+COMMENT ON COLUMN marts.fleet_summary.gpu_pods_counted IS
+    'Counted pods requesting any GPU-like resource.';
+COMMENT ON COLUMN marts.fleet_summary.balloon_pods IS
+    'Counted balloon (placeholder) pods.';
+COMMENT ON COLUMN marts.fleet_summary.queued_pods IS
+    'Pods waiting to be scheduled (Pending, not bound).';
+COMMENT ON COLUMN marts.fleet_summary.queued_gpus IS
+    'nvidia.com/gpu requested by queued pods.';
+COMMENT ON COLUMN marts.fleet_summary.last_collection_id IS
+    'The latest successful Kubernetes collection of the cluster (audit.collections).';
+COMMENT ON COLUMN marts.fleet_summary.last_collected_at IS
+    'When it started (UTC): the time the figures describe.';
+COMMENT ON COLUMN marts.fleet_summary.snapshot_consistent IS
+    'Whether every list of that collection was a consistent snapshot (audit.kubernetes_lists).';
