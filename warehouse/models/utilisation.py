@@ -61,6 +61,7 @@ from typing import Any
 import duckdb
 
 from warehouse.migrate import utc_now
+from warehouse.models import sql_files
 from warehouse.transaction import atomic
 
 log = logging.getLogger(__name__)
@@ -587,107 +588,10 @@ FROM rows
     ),
 )
 
-# The pod-node-days (migration 0011) of the (cluster, day)s in util_pod_days, $first..$last: each
-# day is summed again whole from marts.gpu_hourly, so a day rebuilt in several refreshes ends
-# complete.
-_DELETE_POD_DAYS = """
-DELETE FROM marts.gpu_pod_daily AS p
-WHERE p.day >= $first AND p.day <= $last
-  AND EXISTS (SELECT 1 FROM util_pod_days AS u WHERE u.cluster = p.cluster AND u.day = p.day)
-"""
-
-_INSERT_POD_DAYS = """
-INSERT INTO marts.gpu_pod_daily BY NAME
-SELECT
-    g.cluster,
-    g.day,
-    g.workload_namespace,
-    g.workload_pod,
-    g.node_name,
-    list_sort(list_distinct(list(g.gpu_uuid))) AS gpu_uuids,
-    min(g.hour) AS first_hour,
-    max(g.hour) AS last_hour,
-    count(*) AS gpu_hour_rows,
-    sum(g.pod_label_fraction) AS labelled_gpu_hours,
-    sum(CASE WHEN g.tensor_active IS NOT NULL THEN g.pod_label_fraction END) AS tensor_gpu_hours,
-    sum(g.tensor_active * g.pod_label_fraction) AS tensor_active_gpu_hours,
-    sum(CASE WHEN g.busy IS NOT NULL THEN g.pod_label_fraction END) AS busy_gpu_hours,
-    sum(g.busy * g.pod_label_fraction) AS busy_active_gpu_hours,
-    sum(CASE WHEN coalesce(g.energy_joules, g.energy_estimated_joules) IS NOT NULL
-             THEN g.pod_label_fraction END) AS energy_gpu_hours,
-    sum(coalesce(g.energy_joules, g.energy_estimated_joules) * g.pod_label_fraction)
-        AS energy_joules,
-    CAST($now AS TIMESTAMP) AS refreshed_at
-FROM marts.gpu_hourly AS g
-WHERE g.day >= $first AND g.day <= $last
-  AND g.workload_pod IS NOT NULL AND g.workload_namespace IS NOT NULL AND g.node_name IS NOT NULL
-  AND EXISTS (SELECT 1 FROM util_pod_days AS u WHERE u.cluster = g.cluster AND u.day = g.day)
-GROUP BY g.cluster, g.day, g.workload_namespace, g.workload_pod, g.node_name
-"""
-
-# The GPU-days (migration 0013) of the (cluster, day)s in util_gpu_days, $first..$last, summed
-# again whole from marts.gpu_hourly: the days of every hour rebuilt, telemetry or inventory (an
-# inventory hour may change pod categories, hence the allocated and idle GPU-hours).
-_DELETE_GPU_DAYS = """
-DELETE FROM marts.gpu_daily AS d
-WHERE d.day >= $first AND d.day <= $last
-  AND EXISTS (SELECT 1 FROM util_gpu_days AS u WHERE u.cluster = d.cluster AND u.day = d.day)
-"""
-
-_INSERT_GPU_DAYS = """
-INSERT INTO marts.gpu_daily BY NAME
-WITH namespaces AS (
-    SELECT cluster, gpu_uuid, day, workload_namespace, sum(pod_label_fraction) AS held
-    FROM marts.gpu_hourly AS g
-    WHERE workload_namespace IS NOT NULL AND day >= $first AND day <= $last
-      AND EXISTS (SELECT 1 FROM util_gpu_days AS u WHERE u.cluster = g.cluster AND u.day = g.day)
-    GROUP BY ALL
-),
-tops AS (
-    SELECT cluster, gpu_uuid, day,
-           arg_max(workload_namespace, (held, workload_namespace)) AS top_namespace,
-           max(held) AS top_namespace_gpu_hours
-    FROM namespaces
-    GROUP BY ALL
-)
-SELECT
-    g.cluster,
-    g.gpu_uuid,
-    g.day,
-    arg_max(g.node_name, g.hour) AS node_name,
-    arg_max(g.gpu_model, g.hour) AS gpu_model,
-    count(*) AS hours_reporting,
-    CAST(sum(g.samples) AS BIGINT) AS samples,
-    avg(g.busy) AS busy,
-    count(g.busy) AS busy_hours,
-    avg(g.sm_active) AS sm_active,
-    avg(g.tensor_active) AS tensor_active,
-    avg(g.dram_active) AS dram_active,
-    avg(g.power_watts) AS power_watts,
-    sum(coalesce(g.energy_joules, g.energy_estimated_joules)) AS energy_joules,
-    sum(g.energy_estimated_joules) FILTER (WHERE g.energy_joules IS NULL)
-        AS energy_estimated_joules,
-    max(g.max_gpu_temp_c) AS max_gpu_temp_c,
-    avg(g.mean_sm_clock_mhz) AS mean_sm_clock_mhz,
-    arg_max(g.xid_last, g.hour) FILTER (WHERE g.xid_last IS NOT NULL) AS xid_last,
-    CAST(sum(g.xid_samples) AS BIGINT) AS xid_samples,
-    max(g.uncorrectable_remapped_rows_max) AS uncorrectable_remapped_rows_max,
-    max(g.correctable_remapped_rows_max) AS correctable_remapped_rows_max,
-    max(g.row_remap_failure_max) AS row_remap_failure_max,
-    coalesce(sum(g.pod_label_fraction) FILTER (WHERE g.pod_category = 'workload'), 0)
-        AS dcgm_allocated_gpu_hours,
-    coalesce(sum(g.pod_label_fraction)
-                 FILTER (WHERE g.pod_category = 'workload' AND g.busy < 0.05), 0)
-        AS allocated_idle_gpu_hours,
-    any_value(t.top_namespace) AS top_namespace,
-    any_value(t.top_namespace_gpu_hours) AS top_namespace_gpu_hours,
-    CAST($now AS TIMESTAMP) AS refreshed_at
-FROM marts.gpu_hourly AS g
-LEFT JOIN tops AS t USING (cluster, gpu_uuid, day)
-WHERE g.day >= $first AND g.day <= $last
-  AND EXISTS (SELECT 1 FROM util_gpu_days AS u WHERE u.cluster = g.cluster AND u.day = g.day)
-GROUP BY g.cluster, g.gpu_uuid, g.day
-"""
+# The daily rollups are rebuilt whole per (cluster, day) by the statements in sql/:
+# {delete,insert}_gpu_pod_daily.sql and {delete,insert}_gpu_daily.sql (the idle threshold is
+# IDLE_BUSY_THRESHOLD, filled in here, as in the hourly statements above).
+_INSERT_GPU_DAYS = sql_files.statement("insert_gpu_daily", idle_busy_threshold=IDLE_BUSY_THRESHOLD)
 
 # Hours rebuilt for the inventory only: the balloon status of a labelled pod may have changed.
 _UPDATE_POD_CATEGORY = """
@@ -1277,15 +1181,20 @@ def _rebuild_pod_days(
     con: duckdb.DuckDBPyConnection, first: date, last: date, now: datetime
 ) -> None:
     days = {"first": first, "last": last}
-    _run(con, "delete gpu_pod_daily", _DELETE_POD_DAYS, days)
-    _run(con, "insert gpu_pod_daily", _INSERT_POD_DAYS, days | {"now": now})
+    _run(con, "delete gpu_pod_daily", sql_files.statement("delete_gpu_pod_daily"), days)
+    _run(
+        con,
+        "insert gpu_pod_daily",
+        sql_files.statement("insert_gpu_pod_daily"),
+        days | {"now": now},
+    )
 
 
 def _rebuild_gpu_days(
     con: duckdb.DuckDBPyConnection, first: date, last: date, now: datetime
 ) -> None:
     days = {"first": first, "last": last}
-    _run(con, "delete gpu_daily", _DELETE_GPU_DAYS, days)
+    _run(con, "delete gpu_daily", sql_files.statement("delete_gpu_daily"), days)
     _run(con, "insert gpu_daily", _INSERT_GPU_DAYS, days | {"now": now})
 
 
