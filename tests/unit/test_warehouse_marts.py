@@ -12,6 +12,7 @@ import pytest
 from annex.errors import MigrationError
 from annex.settings import WarehouseSettings
 from warehouse import Warehouse
+from warehouse.dictionary import generate
 from warehouse.migrate import default_marts_dir, discover_mart_views
 from warehouse.testing import make_migrations_dir
 
@@ -178,3 +179,17 @@ def test_a_failing_view_changes_nothing(tmp_path: Path) -> None:
             "SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'marts'"
         ).fetchall()
     assert columns == [("good", "thing_key")]
+
+
+def test_the_dictionary_names_the_file_that_defines_every_mart() -> None:
+    text = generate()
+    sections = text.split("\n### ")
+    marts = [s for s in sections if s.startswith(("Table `marts.", "View `marts."))]
+    assert marts
+    for section in marts:
+        name = section.split("`")[1].removeprefix("marts.")
+        if section.startswith("View"):
+            assert f"\n\nDefined in `warehouse/marts/{name}.sql`.\n" in section, name
+        else:
+            assert "\n\nCreated by `warehouse/migrations/" in section, name
+            assert "; filled by `warehouse/models/" in section, name
