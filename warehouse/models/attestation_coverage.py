@@ -57,6 +57,7 @@ from typing import Any
 import duckdb
 
 from warehouse.migrate import utc_now
+from warehouse.models import sql_files
 from warehouse.transaction import atomic
 
 log = logging.getLogger(__name__)
@@ -382,33 +383,9 @@ CREATE OR REPLACE TEMP TABLE cov_days AS
 SELECT unnest(range($lo, $hi, INTERVAL 1 DAY)) AS day_start
 """
 
-_DELETE_WINDOWS = """
-DELETE FROM marts.attestation_node_windows
-WHERE cluster = $cluster AND day >= CAST($lo AS DATE) AND day < CAST($hi AS DATE)
-"""
+_DELETE_WINDOWS = sql_files.statement("delete_attestation_node_windows")
 
-_INSERT_WINDOWS = """
-INSERT INTO marts.attestation_node_windows
-SELECT
-    $cluster,
-    w.node_name,
-    w.boot_id,
-    w.evidence,
-    CAST(d.day_start AS DATE),
-    greatest(w.s, d.day_start),
-    least(w.e, d.day_start + INTERVAL 1 DAY),
-    (epoch_us(least(w.e, d.day_start + INTERVAL 1 DAY)) - epoch_us(greatest(w.s, d.day_start)))
-        / 1e6,
-    $now
-FROM (
-    SELECT node_name, boot_id, 'gpu_' || tier AS evidence, s, e FROM cov_gpu_windows
-    UNION ALL
-    SELECT node_name, boot_id, 'cpu_verified', s, e FROM cov_cpu_windows
-    UNION ALL
-    SELECT node_name, boot_id, 'verified', s, e FROM cov_verified
-) AS w
-JOIN cov_days AS d ON w.s < d.day_start + INTERVAL 1 DAY AND w.e > d.day_start
-"""
+_INSERT_WINDOWS = sql_files.statement("insert_attestation_node_windows")
 
 _HOLDINGS = """
 CREATE OR REPLACE TEMP TABLE cov_holdings AS
@@ -430,73 +407,11 @@ WHERE a.cluster = $cluster AND a.resource_name = 'nvidia.com/gpu' AND a.category
       < least(coalesce(a.valid_to, $horizon), d.day_start + INTERVAL 1 DAY)
 """
 
-_DELETE_HOURS = """
-DELETE FROM marts.attestation_gpu_hours
-WHERE cluster = $cluster AND day >= CAST($lo AS DATE) AND day < CAST($hi AS DATE)
-"""
+_DELETE_HOURS = sql_files.statement("delete_attestation_gpu_hours")
 
-# GPU-microseconds per category (exact integers), then hours; unknown is what is left.
-_INSERT_HOURS = """
-INSERT INTO marts.attestation_gpu_hours
-WITH covered AS (
-    SELECT
-        h.piece,
-        sum(h.gpus * (epoch_us(least(h.e, st.e)) - epoch_us(greatest(h.s, st.s))))
-            FILTER (WHERE st.category = 'verified') AS verified_us,
-        sum(h.gpus * (epoch_us(least(h.e, st.e)) - epoch_us(greatest(h.s, st.s))))
-            FILTER (WHERE st.category = 'self_reported') AS self_reported_us,
-        sum(h.gpus * (epoch_us(least(h.e, st.e)) - epoch_us(greatest(h.s, st.s))))
-            FILTER (WHERE st.category = 'unattested') AS unattested_us
-    FROM cov_holdings AS h
-    JOIN cov_states AS st ON st.node_name = h.node_name AND st.s < h.e AND h.s < st.e
-    GROUP BY h.piece
-),
-pieces AS (
-    SELECT
-        h.day,
-        h.node_name,
-        h.namespace,
-        h.job_name,
-        h.gpus * (epoch_us(h.e) - epoch_us(h.s)) AS allocated_us,
-        coalesce(c.verified_us, 0) AS verified_us,
-        coalesce(c.self_reported_us, 0) AS self_reported_us,
-        coalesce(c.unattested_us, 0) AS unattested_us
-    FROM cov_holdings AS h
-    LEFT JOIN covered AS c ON c.piece = h.piece
-)
-SELECT
-    $cluster,
-    day,
-    node_name,
-    namespace,
-    job_name,
-    NULL,
-    sum(allocated_us) / 3.6e9,
-    sum(verified_us) / 3.6e9,
-    sum(self_reported_us) / 3.6e9,
-    sum(unattested_us) / 3.6e9,
-    (sum(allocated_us) - sum(verified_us) - sum(self_reported_us) - sum(unattested_us)) / 3.6e9,
-    $now
-FROM pieces
-GROUP BY day, node_name, namespace, job_name
-"""
+_INSERT_HOURS = sql_files.statement("insert_attestation_gpu_hours")
 
-_LINK_RUNS = """
-UPDATE marts.attestation_gpu_hours AS h
-SET run_id = (
-    SELECT arg_max(r.run_id, coalesce(r.started_at, r.first_event_time))
-    FROM core.lineage_runs AS r
-    WHERE r.kubernetes_cluster = h.cluster
-      AND r.kubernetes_namespace = h.namespace
-      AND r.kubernetes_job_name = h.job_name
-      AND coalesce(r.started_at, r.first_event_time) < h.day + INTERVAL 1 DAY
-      AND (r.ended_at IS NULL OR r.ended_at >= h.day)
-)
-WHERE h.job_name IS NOT NULL
-  AND (CAST($cluster AS VARCHAR) IS NULL OR h.cluster = $cluster)
-  AND (CAST($lo AS TIMESTAMP) IS NULL OR h.day >= CAST($lo AS DATE))
-  AND (CAST($hi AS TIMESTAMP) IS NULL OR h.day < CAST($hi AS DATE))
-"""
+_LINK_RUNS = sql_files.statement("update_attestation_gpu_hours_run_id")
 
 
 def link_training_runs(

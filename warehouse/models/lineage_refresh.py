@@ -67,6 +67,7 @@ from datetime import datetime
 import duckdb
 
 from warehouse.migrate import utc_now
+from warehouse.models import sql_files
 from warehouse.models.attestation_coverage import link_training_runs
 from warehouse.transaction import atomic
 
@@ -206,31 +207,9 @@ WHERE m.model_version_id IN (SELECT dataset_version_id FROM lin_touched)
    )
 """
 
-_DROP_INPUTS = """
-DELETE FROM marts.lineage_model_inputs
-WHERE model_version_id IN (SELECT model_version_id FROM lin_seeds)
-   OR model_version_id NOT IN (SELECT model_version_id FROM lin_models)
-"""
+_DROP_INPUTS = sql_files.statement("delete_lineage_model_inputs")
 
-# A later datasetType facet can turn a dataset into a MODEL (or back): kept rows take the
-# current kind. A dataset's kind changes only in a collection that sets the datasetType head of
-# one of its versions (the collection's step 6), so only those datasets are looked up, not
-# every kept row's.
-_KINDS = """
-UPDATE marts.lineage_model_inputs AS i
-SET kind = d.kind
-FROM core.lineage_dataset_versions AS v, core.lineage_datasets AS d
-WHERE v.dataset_version_id = i.dataset_version_id
-  AND d.dataset_id = v.dataset_id
-  AND i.kind <> d.kind
-  AND d.dataset_id IN (
-      SELECT typed.dataset_id
-      FROM core.lineage_facet_heads AS h
-      JOIN core.lineage_dataset_versions AS typed ON typed.dataset_version_id = h.entity_id
-      WHERE h.collection_id IN (SELECT collection_id FROM lin_new_collections)
-        AND h.entity_kind = 'dataset' AND h.facet_name = 'datasetType'
-  )
-"""
+_KINDS = sql_files.statement("update_lineage_model_inputs_kind")
 
 # Breadth-first: a version reached in an earlier round is never expanded again.
 _CLOSURE = """
@@ -278,31 +257,7 @@ WITH RECURSIVE s(model_version_id, model_name, dataset_version_id) AS (
 SELECT DISTINCT model_version_id, dataset_version_id FROM s
 """
 
-_INPUTS = """
-INSERT INTO marts.lineage_model_inputs
-    (model_version_id, model_name, dataset_version_id, namespace, name, version, kind, depth,
-     is_leaf, in_eu_scope)
-SELECT
-    c.model_version_id,
-    m.model_name,
-    c.dataset_version_id,
-    v.namespace,
-    v.name,
-    v.version,
-    d.kind,
-    c.depth,
-    NOT EXISTS (
-        SELECT 1 FROM core.lineage_run_io AS p
-        WHERE p.dataset_version_id = c.dataset_version_id AND p.direction = 'OUTPUT'
-    ),
-    s.dataset_version_id IS NOT NULL
-FROM lin_closure AS c
-JOIN lin_seeds AS m ON m.model_version_id = c.model_version_id
-JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = c.dataset_version_id
-JOIN core.lineage_datasets AS d ON d.dataset_id = v.dataset_id
-LEFT JOIN lin_scope AS s
-    ON s.model_version_id = c.model_version_id AND s.dataset_version_id = c.dataset_version_id
-"""
+_INPUTS = sql_files.statement("insert_lineage_model_inputs")
 
 _EDGES = """
 CREATE OR REPLACE TEMP TABLE lin_edges AS
@@ -328,36 +283,7 @@ WITH RECURSIVE r(a, b) AS (
 SELECT * FROM r
 """
 
-_CYCLES = """
-INSERT INTO marts.lineage_cycles
-    (cycle_id, dataset_version_id, namespace, name, version, cycle_versions, example_run_id,
-     refreshed_at)
-WITH on_cycle AS (
-    SELECT a AS node FROM lin_reach WHERE a = b
-),
-components AS (
-    SELECT x.a AS node, min(x.b) AS cycle_id
-    FROM lin_reach AS x
-    JOIN lin_reach AS y ON y.a = x.b AND y.b = x.a
-    WHERE x.a IN (SELECT node FROM on_cycle)
-    GROUP BY x.a
-),
-sized AS (
-    SELECT node, cycle_id, count(*) OVER (PARTITION BY cycle_id) AS cycle_versions
-    FROM components
-),
-runs AS (
-    SELECT s.node, min(e.run_id) AS run_id
-    FROM sized AS s
-    JOIN lin_edges AS e ON e.dst = s.node
-    JOIN sized AS t ON t.node = e.src AND t.cycle_id = s.cycle_id
-    GROUP BY s.node
-)
-SELECT s.cycle_id, s.node, v.namespace, v.name, v.version, s.cycle_versions, r.run_id, $now
-FROM sized AS s
-JOIN core.lineage_dataset_versions AS v ON v.dataset_version_id = s.node
-LEFT JOIN runs AS r ON r.node = s.node
-"""
+_CYCLES = sql_files.statement("insert_lineage_cycles")
 
 # The models rows to write again: recomputed closures and changed checkpoints; all of them when
 # the cycles were searched.
@@ -372,40 +298,9 @@ _STALE_ALL = """
 CREATE OR REPLACE TEMP TABLE lin_stale AS SELECT model_version_id FROM lin_models
 """
 
-_DROP_MODELS = """
-DELETE FROM marts.lineage_models
-WHERE model_version_id IN (SELECT model_version_id FROM lin_stale)
-   OR model_version_id NOT IN (SELECT model_version_id FROM lin_models)
-"""
+_DROP_MODELS = sql_files.statement("delete_lineage_models")
 
-_MODELS_INSERT = """
-INSERT INTO marts.lineage_models
-    (model_version_id, model_name, namespace, name, version, produced_by_run_id, stage,
-     created_at, upstream_versions, leaf_versions, on_cycle, refreshed_at)
-WITH counts AS (
-    SELECT model_version_id, count(*) AS upstream_versions,
-           count(*) FILTER (WHERE is_leaf) AS leaf_versions
-    FROM marts.lineage_model_inputs
-    WHERE model_version_id IN (SELECT model_version_id FROM lin_stale)
-    GROUP BY model_version_id
-),
-cyclic AS (
-    SELECT DISTINCT i.model_version_id
-    FROM marts.lineage_model_inputs AS i
-    JOIN marts.lineage_cycles AS c ON c.dataset_version_id = i.dataset_version_id
-    WHERE i.model_version_id IN (SELECT model_version_id FROM lin_stale)
-    UNION
-    SELECT dataset_version_id FROM marts.lineage_cycles
-)
-SELECT
-    m.model_version_id, m.model_name, m.namespace, m.name, m.version, m.produced_by_run_id,
-    m.stage, m.created_at, coalesce(c.upstream_versions, 0), coalesce(c.leaf_versions, 0),
-    y.model_version_id IS NOT NULL, $now
-FROM lin_models AS m
-LEFT JOIN counts AS c ON c.model_version_id = m.model_version_id
-LEFT JOIN cyclic AS y ON y.model_version_id = m.model_version_id
-WHERE m.model_version_id IN (SELECT model_version_id FROM lin_stale)
-"""
+_MODELS_INSERT = sql_files.statement("insert_lineage_models")
 
 
 def refresh_lineage(con: duckdb.DuckDBPyConnection, *, full: bool = False) -> dict[str, int]:
