@@ -524,66 +524,13 @@ LEFT JOIN util_detail AS d USING (gpu_key)
 LEFT JOIN util_energy AS e USING (gpu_key)
 """
 
-_DELETE_GPU_HOURS = """
-DELETE FROM marts.gpu_hourly AS g
-WHERE g.hour >= $lo AND g.hour < $hi
-  AND EXISTS (
-      SELECT 1 FROM util_hours AS u
-      WHERE u.cluster = g.cluster AND u.hour = g.hour AND u.telemetry
-  )
-"""
+_DELETE_GPU_HOURS = sql_files.statement("delete_gpu_hourly")
 
-# 5. per chunk of hours: names back (integer keys were all the hourly statements carried).
-_INSERT_GPU_HOURS = """
-INSERT INTO marts.gpu_hourly BY NAME
-WITH rows AS (
-    SELECT
-        u.cluster,
-        u.gpu_uuid,
-        h.name AS node_name,
-        m.name AS gpu_model,
-        l.pod AS workload_pod,
-        l.namespace AS workload_namespace,
-        g.*
-    FROM util_ghour AS g
-    JOIN util_gpus AS u USING (gpu_key)
-    LEFT JOIN util_labels AS l ON l.label_key = g.label_key
-    LEFT JOIN util_names AS h ON h.name_key = g.host_key
-    LEFT JOIN util_names AS m ON m.name_key = g.model_key
-)
-SELECT
-    cluster,
-    gpu_uuid,
-    hour,
-    CAST(hour AS DATE) AS day,
-    node_name,
-    gpu_model,
-    samples,
-    CASE busy_code WHEN 1 THEN 'gr_engine_active' WHEN 2 THEN 'gpu_util' END AS busy_signal,
-    busy,
-    sm_active,
-    tensor_active,
-    dram_active,
-    power_watts,
-    power_covered_seconds,
-    energy_joules,
-    power_watts * power_covered_seconds AS energy_estimated_joules,
-    max_gpu_temp_c,
-    mean_sm_clock_mhz,
-    CAST(xid_last AS INTEGER) AS xid_last,
-    xid_samples,
-    CAST(uncorrectable_remapped_rows_max AS BIGINT) AS uncorrectable_remapped_rows_max,
-    CAST(correctable_remapped_rows_max AS BIGINT) AS correctable_remapped_rows_max,
-    CAST(row_remap_failure_max AS BIGINT) AS row_remap_failure_max,
-    workload_pod,
-    workload_namespace,
-    pod_label_fraction,
-    {pod_category} AS pod_category,
-    CAST($now AS TIMESTAMP) AS refreshed_at
-FROM rows
-""".replace(
-    "{pod_category}",
-    _POD_CATEGORY.format(
+# 5. per chunk of hours: names back (integer keys were all the hourly statements carried):
+# sql/insert_gpu_hourly.sql.
+_INSERT_GPU_HOURS = sql_files.statement(
+    "insert_gpu_hourly",
+    pod_category=_POD_CATEGORY.format(
         pod="workload_pod", namespace="workload_namespace", cluster="cluster", hour="hour"
     ),
 )
@@ -593,19 +540,9 @@ FROM rows
 # IDLE_BUSY_THRESHOLD, filled in here, as in the hourly statements above).
 _INSERT_GPU_DAYS = sql_files.statement("insert_gpu_daily", idle_busy_threshold=IDLE_BUSY_THRESHOLD)
 
-# Hours rebuilt for the inventory only: the balloon status of a labelled pod may have changed.
-_UPDATE_POD_CATEGORY = """
-UPDATE marts.gpu_hourly AS g
-SET pod_category = {pod_category}
-WHERE g.workload_pod IS NOT NULL
-  AND g.hour >= $lo AND g.hour <= $last
-  AND EXISTS (
-      SELECT 1 FROM util_chunk AS u
-      WHERE u.cluster = g.cluster AND u.hour = g.hour AND NOT u.telemetry
-  )
-""".replace(
-    "{pod_category}",
-    _POD_CATEGORY.format(
+_UPDATE_POD_CATEGORY = sql_files.statement(
+    "update_gpu_hourly_pod_category",
+    pod_category=_POD_CATEGORY.format(
         pod="g.workload_pod", namespace="g.workload_namespace", cluster="g.cluster", hour="g.hour"
     ),
 )
@@ -716,215 +653,19 @@ WHERE g.hour >= $lo AND g.hour < $hi
   AND EXISTS (SELECT 1 FROM util_chunk AS u WHERE u.cluster = g.cluster AND u.hour = g.hour)
 """
 
-_DELETE_NODE_HOURS = """
-DELETE FROM marts.{table} AS t
-WHERE t.hour >= $lo AND t.hour < $hi
-  AND EXISTS (SELECT 1 FROM util_chunk AS u WHERE u.cluster = t.cluster AND u.hour = t.hour)
-"""
+_DELETE_NODE_HOURS = sql_files.statement("delete_hourly_rollup")
 
-_INSERT_NODE_HOURS = f"""
-INSERT INTO marts.node_gpu_hours BY NAME
-WITH held AS (
-    SELECT
-        segment,
-        coalesce(sum(gpu_hours) FILTER (WHERE category = 'workload'), 0) AS workload,
-        coalesce(sum(gpu_hours) FILTER (WHERE category = 'balloon'), 0) AS balloon
-    FROM util_held
-    GROUP BY segment
-),
-buckets AS (
-    SELECT
-        s.*,
-        s.capacity * s.seg_hours AS cap,
-        s.allocatable * s.seg_hours AS alloc,
-        coalesce(h.workload, 0) AS workload,
-        coalesce(h.balloon, 0) AS balloon
-    FROM util_segments AS s
-    LEFT JOIN held AS h USING (segment)
-),
-inventory AS (
-    SELECT
-        cluster,
-        node_name,
-        hour,
-        arg_max(node_uid, seg_to) AS node_uid,
-        arg_max(pool, seg_to) AS pool,
-        arg_max(gpu_product, seg_to) AS gpu_product,
-        arg_max(failure_domain, seg_to) AS failure_domain,
-        sum(seg_hours) AS observed_hours,
-        sum(cap) AS capacity_gpu_hours,
-        sum(alloc) AS allocatable_gpu_hours,
-        sum(workload) AS allocated_workload_gpu_hours,
-        sum(balloon) AS allocated_balloon_gpu_hours,
-        sum(CASE WHEN schedulable THEN greatest(alloc - workload - balloon, 0) ELSE 0 END)
-            AS free_gpu_hours,
-        sum(greatest(cap - greatest(alloc, workload + balloon), 0)
-            + CASE WHEN schedulable THEN 0 ELSE greatest(alloc - workload - balloon, 0) END)
-            AS unavailable_gpu_hours,
-        sum(greatest(workload + balloon - alloc, 0)) AS allocated_beyond_allocatable_gpu_hours
-    FROM buckets
-    GROUP BY cluster, node_name, hour
-),
-telemetry AS (
-    SELECT
-        cluster,
-        node_name,
-        hour,
-        max(gpu_model) AS gpu_model,
-        count(*) AS telemetry_gpu_hours,
-        coalesce(sum(pod_label_fraction) FILTER (WHERE pod_category = 'workload'), 0)
-            AS dcgm_allocated_gpu_hours,
-        coalesce(sum(pod_label_fraction)
-            FILTER (WHERE pod_category = 'workload' AND busy < {IDLE_BUSY_THRESHOLD}), 0)
-            AS dcgm_idle_gpu_hours,
-        coalesce(sum(busy), 0) AS busy_gpu_hours,
-        count(busy) AS busy_observed_gpu_hours,
-        coalesce(sum(sm_active), 0) AS sm_active_gpu_hours,
-        count(sm_active) AS sm_active_observed_gpu_hours,
-        coalesce(sum(tensor_active), 0) AS tensor_active_gpu_hours,
-        count(tensor_active) AS tensor_active_observed_gpu_hours,
-        coalesce(sum(dram_active), 0) AS dram_active_gpu_hours,
-        count(dram_active) AS dram_active_observed_gpu_hours,
-        coalesce(sum(coalesce(energy_joules, energy_estimated_joules)), 0) AS energy_joules,
-        coalesce(sum(energy_estimated_joules) FILTER (WHERE energy_joules IS NULL), 0)
-            AS energy_estimated_joules
-    FROM ({_TELEMETRY_IN_CHUNK})
-    GROUP BY cluster, node_name, hour
+_INSERT_NODE_HOURS = sql_files.statement(
+    "insert_node_gpu_hours",
+    idle_busy_threshold=IDLE_BUSY_THRESHOLD,
+    telemetry_in_chunk=_TELEMETRY_IN_CHUNK,
 )
-SELECT
-    coalesce(i.cluster, t.cluster) AS cluster,
-    coalesce(i.node_name, t.node_name) AS node_name,
-    coalesce(i.hour, t.hour) AS hour,
-    CAST(coalesce(i.hour, t.hour) AS DATE) AS day,
-    i.node_uid,
-    i.pool,
-    coalesce(i.gpu_product, t.gpu_model) AS gpu_product,
-    i.failure_domain,
-    coalesce(i.observed_hours, 0) AS observed_hours,
-    coalesce(i.capacity_gpu_hours, 0) AS capacity_gpu_hours,
-    coalesce(i.allocatable_gpu_hours, 0) AS allocatable_gpu_hours,
-    coalesce(i.allocated_workload_gpu_hours, 0) AS allocated_workload_gpu_hours,
-    coalesce(i.allocated_balloon_gpu_hours, 0) AS allocated_balloon_gpu_hours,
-    coalesce(i.free_gpu_hours, 0) AS free_gpu_hours,
-    coalesce(i.unavailable_gpu_hours, 0) AS unavailable_gpu_hours,
-    coalesce(i.allocated_beyond_allocatable_gpu_hours, 0)
-        AS allocated_beyond_allocatable_gpu_hours,
-    coalesce(t.telemetry_gpu_hours, 0) AS telemetry_gpu_hours,
-    coalesce(t.dcgm_allocated_gpu_hours, 0) AS dcgm_allocated_gpu_hours,
-    -- the two sources are compared only where both saw the node-hour (i: the inventory
-    -- observed it), and idle is held to the inventory's allocation: idle <= allocated
-    CASE WHEN i.cluster IS NULL THEN 0
-        ELSE least(coalesce(t.dcgm_allocated_gpu_hours, 0), i.allocated_workload_gpu_hours)
-    END AS allocated_observed_gpu_hours,
-    CASE WHEN i.cluster IS NULL THEN 0
-        ELSE least(coalesce(t.dcgm_idle_gpu_hours, 0), i.allocated_workload_gpu_hours)
-    END AS allocated_idle_gpu_hours,
-    CASE WHEN i.cluster IS NULL THEN coalesce(t.telemetry_gpu_hours, 0) ELSE 0 END
-        AS telemetry_only_gpu_hours,
-    CASE WHEN i.cluster IS NULL THEN coalesce(t.dcgm_idle_gpu_hours, 0) ELSE 0 END
-        AS telemetry_only_idle_gpu_hours,
-    coalesce(t.busy_gpu_hours, 0) AS busy_gpu_hours,
-    coalesce(t.busy_observed_gpu_hours, 0) AS busy_observed_gpu_hours,
-    coalesce(t.sm_active_gpu_hours, 0) AS sm_active_gpu_hours,
-    coalesce(t.sm_active_observed_gpu_hours, 0) AS sm_active_observed_gpu_hours,
-    coalesce(t.tensor_active_gpu_hours, 0) AS tensor_active_gpu_hours,
-    coalesce(t.tensor_active_observed_gpu_hours, 0) AS tensor_active_observed_gpu_hours,
-    coalesce(t.dram_active_gpu_hours, 0) AS dram_active_gpu_hours,
-    coalesce(t.dram_active_observed_gpu_hours, 0) AS dram_active_observed_gpu_hours,
-    coalesce(t.energy_joules, 0) AS energy_joules,
-    coalesce(t.energy_estimated_joules, 0) AS energy_estimated_joules,
-    CAST($now AS TIMESTAMP) AS refreshed_at
-FROM inventory AS i
-FULL OUTER JOIN telemetry AS t
-    ON t.cluster = i.cluster AND t.node_name = i.node_name AND t.hour = i.hour
-"""
 
-_INSERT_NAMESPACE_HOURS = f"""
-INSERT INTO marts.namespace_gpu_hours BY NAME
-WITH inventory AS (
-    SELECT
-        cluster,
-        namespace,
-        hour,
-        coalesce(sum(gpu_hours) FILTER (WHERE category = 'workload'), 0)
-            AS allocated_workload_gpu_hours,
-        coalesce(sum(gpu_hours) FILTER (WHERE category = 'balloon'), 0)
-            AS allocated_balloon_gpu_hours
-    FROM util_held
-    GROUP BY cluster, namespace, hour
-),
-observed AS (
-    SELECT DISTINCT cluster, node_name, hour FROM util_segments
-),
-telemetry AS (
-    SELECT
-        g.cluster,
-        g.workload_namespace AS namespace,
-        g.hour,
-        sum(g.pod_label_fraction) AS dcgm_allocated_gpu_hours,
-        coalesce(sum(g.pod_label_fraction) FILTER (WHERE o.hour IS NOT NULL), 0)
-            AS dcgm_observed_gpu_hours,
-        coalesce(sum(g.pod_label_fraction)
-            FILTER (WHERE o.hour IS NOT NULL AND g.busy < {IDLE_BUSY_THRESHOLD}), 0)
-            AS dcgm_observed_idle_gpu_hours,
-        coalesce(sum(g.pod_label_fraction) FILTER (WHERE o.hour IS NULL), 0)
-            AS telemetry_only_gpu_hours,
-        coalesce(sum(g.pod_label_fraction)
-            FILTER (WHERE o.hour IS NULL AND g.busy < {IDLE_BUSY_THRESHOLD}), 0)
-            AS telemetry_only_idle_gpu_hours,
-        coalesce(sum(busy * pod_label_fraction), 0) AS busy_gpu_hours,
-        coalesce(sum(pod_label_fraction) FILTER (WHERE busy IS NOT NULL), 0)
-            AS busy_observed_gpu_hours,
-        coalesce(sum(sm_active * pod_label_fraction), 0) AS sm_active_gpu_hours,
-        coalesce(sum(pod_label_fraction) FILTER (WHERE sm_active IS NOT NULL), 0)
-            AS sm_active_observed_gpu_hours,
-        coalesce(sum(tensor_active * pod_label_fraction), 0) AS tensor_active_gpu_hours,
-        coalesce(sum(pod_label_fraction) FILTER (WHERE tensor_active IS NOT NULL), 0)
-            AS tensor_active_observed_gpu_hours,
-        coalesce(sum(dram_active * pod_label_fraction), 0) AS dram_active_gpu_hours,
-        coalesce(sum(pod_label_fraction) FILTER (WHERE dram_active IS NOT NULL), 0)
-            AS dram_active_observed_gpu_hours,
-        coalesce(sum(coalesce(energy_joules, energy_estimated_joules) * pod_label_fraction), 0)
-            AS energy_joules,
-        coalesce(sum(energy_estimated_joules * pod_label_fraction)
-            FILTER (WHERE energy_joules IS NULL), 0) AS energy_estimated_joules
-    FROM ({_TELEMETRY_IN_CHUNK}) AS g
-    LEFT JOIN observed AS o
-        ON o.cluster = g.cluster AND o.node_name = g.node_name AND o.hour = g.hour
-    WHERE g.pod_category = 'workload'
-    GROUP BY g.cluster, g.workload_namespace, g.hour
+_INSERT_NAMESPACE_HOURS = sql_files.statement(
+    "insert_namespace_gpu_hours",
+    idle_busy_threshold=IDLE_BUSY_THRESHOLD,
+    telemetry_in_chunk=_TELEMETRY_IN_CHUNK,
 )
-SELECT
-    coalesce(i.cluster, t.cluster) AS cluster,
-    coalesce(i.namespace, t.namespace) AS namespace,
-    coalesce(i.hour, t.hour) AS hour,
-    CAST(coalesce(i.hour, t.hour) AS DATE) AS day,
-    coalesce(i.allocated_workload_gpu_hours, 0) AS allocated_workload_gpu_hours,
-    coalesce(i.allocated_balloon_gpu_hours, 0) AS allocated_balloon_gpu_hours,
-    coalesce(t.dcgm_allocated_gpu_hours, 0) AS dcgm_allocated_gpu_hours,
-    -- compared with the inventory only on the nodes it observed in the hour, and held to the
-    -- namespace's inventory allocation: idle <= allocated_observed <= allocated_workload
-    least(coalesce(t.dcgm_observed_gpu_hours, 0), coalesce(i.allocated_workload_gpu_hours, 0))
-        AS allocated_observed_gpu_hours,
-    least(coalesce(t.dcgm_observed_idle_gpu_hours, 0),
-          coalesce(i.allocated_workload_gpu_hours, 0)) AS allocated_idle_gpu_hours,
-    coalesce(t.telemetry_only_gpu_hours, 0) AS telemetry_only_gpu_hours,
-    coalesce(t.telemetry_only_idle_gpu_hours, 0) AS telemetry_only_idle_gpu_hours,
-    coalesce(t.busy_gpu_hours, 0) AS busy_gpu_hours,
-    coalesce(t.busy_observed_gpu_hours, 0) AS busy_observed_gpu_hours,
-    coalesce(t.sm_active_gpu_hours, 0) AS sm_active_gpu_hours,
-    coalesce(t.sm_active_observed_gpu_hours, 0) AS sm_active_observed_gpu_hours,
-    coalesce(t.tensor_active_gpu_hours, 0) AS tensor_active_gpu_hours,
-    coalesce(t.tensor_active_observed_gpu_hours, 0) AS tensor_active_observed_gpu_hours,
-    coalesce(t.dram_active_gpu_hours, 0) AS dram_active_gpu_hours,
-    coalesce(t.dram_active_observed_gpu_hours, 0) AS dram_active_observed_gpu_hours,
-    coalesce(t.energy_joules, 0) AS energy_joules,
-    coalesce(t.energy_estimated_joules, 0) AS energy_estimated_joules,
-    CAST($now AS TIMESTAMP) AS refreshed_at
-FROM inventory AS i
-FULL OUTER JOIN telemetry AS t
-    ON t.cluster = i.cluster AND t.namespace IS NOT DISTINCT FROM i.namespace AND t.hour = i.hour
-"""
 
 _FINISH = """
 UPDATE audit.telemetry_loads AS l
