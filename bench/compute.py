@@ -34,10 +34,10 @@ from pathlib import Path
 
 import duckdb
 
-from annex.compute import PeakTable
 from annex.model_registry import ModelRegistry, parse_model, registry_rows
 from annex.settings import ComputeSettings, WarehouseSettings
 from bench.collect_scale import append_results, machine
+from services.compute import PeakTable
 from warehouse import Warehouse
 from warehouse.models.compute import refresh_compute
 from warehouse.models.utilisation import rebuild_daily_rollups

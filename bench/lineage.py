@@ -220,10 +220,10 @@ def run_annex(
     workers: int,
     collect_every: float,
 ) -> dict[str, float | int]:
-    from annex.lineage import collect_lineage_evidence, lineage_routes, pending_lineage
-    from annex.serve import IntakeServer
     from annex.settings import LineageSettings, ServeSettings, Settings, WarehouseSettings
     from collectors.lineage.intake import LineageIntake
+    from services.intake import IntakeServer
+    from services.lineage import collect_lineage_evidence, lineage_routes, pending_lineage
     from warehouse import Warehouse
 
     bodies = folder / "bodies"
@@ -312,7 +312,7 @@ def run_annex(
         file=sys.stderr,
     )
     refresh_started = time.perf_counter()
-    from annex.lineage import refresh_lineage_models
+    from services.lineage import refresh_lineage_models
 
     refresh_lineage_models(wh)
     wh.publish()

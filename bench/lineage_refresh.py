@@ -46,7 +46,7 @@ SELECT
 
 
 def _collect(settings, wh, lines: list[bytes], path: Path, now: dt.datetime) -> float:
-    from annex.lineage import collect_lineage_evidence
+    from services.lineage import collect_lineage_evidence
 
     path.write_bytes(b"\n".join(lines) + b"\n")
     started = time.perf_counter()

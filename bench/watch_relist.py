@@ -66,10 +66,10 @@ def catch_up(kubeconfig: Path, warehouse: Path, streaming_list: str) -> int:
     """``annex watch --once --resources pods`` with the initial list forced to one mode."""
     from dataclasses import replace
 
-    from annex.inventory import cluster_api
     from annex.settings import ClusterSettings, Settings, WarehouseSettings
-    from annex.watch import WatchService
     from collectors.kubernetes.history import WatchOptions
+    from services.inventory import cluster_api
+    from services.watch import WatchService
     from warehouse import Warehouse
 
     settings = replace(Settings(), warehouse=WarehouseSettings(path=warehouse))

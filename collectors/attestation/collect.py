@@ -8,7 +8,7 @@ one batch per table, whatever the backlog.
 
 Files are not moved here. A collection that fails to load must leave every file where it was,
 so ``stats.consumed`` lists ``(file, archive destination)`` for the caller to hand to
-``submissions.archive_files`` once the warehouse has committed (``annex.attestation``). A file
+``submissions.archive_files`` once the warehouse has committed (``services.attestation``). A file
 whose reading failed in a way that may pass (permissions) and a submission the verifier could
 not handle (a bug: the verifier is meant never to raise) stay in place: they are rejected in
 this collection and read again by the next one.

@@ -20,8 +20,8 @@ file. Its name is ``<received_at compact>-<sha256[:16]>.json``, so a listing sor
 the same body posted again (an agent retrying after a lost response) is not written twice while
 the first copy waits in ``incoming/``.
 
-This module knows nothing of HTTP servers (collectors do not import ``annex.serve``): the
-methods take bytes and return an ``IntakeReply``; ``annex.attestation.attestation_routes`` wires
+This module knows nothing of HTTP servers (collectors do not import ``services.intake``): the
+methods take bytes and return an ``IntakeReply``; ``services.attestation.attestation_routes`` wires
 them to routes.
 """
 

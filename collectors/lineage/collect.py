@@ -29,7 +29,7 @@ events is the collection's ``now``. Each event's ``source_locator`` is ``<file>#
 An ``event_id`` seen earlier in the same collection is left out (a producer retried); across
 collections the warehouse keeps one row per ``event_id``. Files are not moved here:
 ``stats.consumed`` lists ``(file, archive destination)`` for the caller to archive once the
-warehouse has committed (``annex.lineage``); a file that could not be opened (permissions)
+warehouse has committed (``services.lineage``); a file that could not be opened (permissions)
 is rejected as ``unreadable`` and stays in place (``stats.kept``).
 """
 

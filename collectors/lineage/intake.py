@@ -41,7 +41,7 @@ request's thread only writes the spool file. A body reaches a worker only after
 ``IntakeServer`` has checked the token and the wire size.
 
 This module knows nothing of HTTP servers: the methods take bytes and return an
-``IntakeReply``; ``annex.lineage.lineage_routes`` wires them to routes.
+``IntakeReply``; ``services.lineage.lineage_routes`` wires them to routes.
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 import pytest
 from serve_process import annex_serve
 
-from annex.attestation import attestation_routes, pending_submissions
 from annex.cli import main
-from annex.serve import IntakeServer
 from annex.settings import Settings, load_settings
+from services.attestation import attestation_routes, pending_submissions
+from services.intake import IntakeServer
 from simulator.attestation.agent import AttestingAgent
 from simulator.attestation.issuers import LOCAL_SECRET, LOCAL_SECRET_ENV, IssuerSet
 from simulator.world import build_world

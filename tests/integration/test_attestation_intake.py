@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from annex.attestation import attestation_routes
 from annex.errors import ConfigError
-from annex.serve import IntakeServer
 from annex.settings import AttestationSettings, ServeSettings, Settings
 from collectors.attestation.intake import spool_wrapper
 from collectors.attestation.nonce import NonceCheck, check_nonce
+from services.attestation import attestation_routes
+from services.intake import IntakeServer
 
 pytestmark = pytest.mark.integration
 

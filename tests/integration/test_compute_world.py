@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from annex.compute import model_report, refresh_compute_marts, render_text
-from annex.inventory import collect_cluster_inventory
-from annex.lineage import collect_lineage_evidence
+from annex.cli.compute import render_text
 from annex.model_registry import load_registry
 from annex.settings import load_settings
+from services.compute import model_report, refresh_compute_marts
+from services.inventory import collect_cluster_inventory
+from services.lineage import collect_lineage_evidence
 from simulator.kubernetes import SimulatedCluster
 from simulator.lineage.producer import build_events, write_jsonl
 from simulator.world import build_world

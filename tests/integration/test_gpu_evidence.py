@@ -1,4 +1,4 @@
-"""annex.gpu_evidence against the simulator: what the probe-job sensor sees, and a collection
+"""services.gpu_evidence against the simulator: what the probe-job sensor sees, and a collection
 that reads only the probe pods not read before."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from annex.gpu_evidence import collect_gpu_benchmarks, completed_probe_pods, known_probe_pods
 from annex.settings import ClusterSettings, KubernetesSettings, Settings, WarehouseSettings
+from services.gpu_evidence import collect_gpu_benchmarks, completed_probe_pods, known_probe_pods
 from simulator.kubernetes import SimulatedCluster
 from simulator.world import build_world
 from warehouse import Warehouse

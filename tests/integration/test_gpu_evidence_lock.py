@@ -13,8 +13,8 @@ import duckdb
 import pytest
 
 from annex.errors import CollectionError
-from annex.gpu_evidence import collect_gpu_telemetry
 from annex.settings import ClusterSettings, Settings, TelemetrySettings, WarehouseSettings
+from services.gpu_evidence import collect_gpu_telemetry
 from warehouse import Warehouse
 from warehouse.lock import writer_lock
 

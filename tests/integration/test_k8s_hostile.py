@@ -259,8 +259,8 @@ def test_the_list_deadline_bounds_a_list_whatever_its_pages_do(server, tmp_path)
 
 
 def test_annex_watch_fetches_its_list_without_holding_the_writer_lock(server, tmp_path):
-    from annex.watch import WatchService
     from collectors.kubernetes.history import WatchOptions
+    from services.watch import WatchService
 
     def trickle_lists(handler, query):  # the one-item probe for the resourceVersion answers
         if query.get("limit") == "1":
@@ -381,7 +381,7 @@ def test_objects_of_invalid_text_are_rejected_with_their_reason_and_the_rest_loa
         kubernetes=KubernetesSettings(page_size=10),
         warehouse=WarehouseSettings(path=tmp_path / "annex.duckdb"),
     )
-    from annex.inventory import collect_cluster_inventory
+    from services.inventory import collect_cluster_inventory
 
     target = ClusterSettings(name="hostile", kubeconfig=server.write_kubeconfig(tmp_path / "kc"))
     result = collect_cluster_inventory(settings, Warehouse(settings.warehouse), target)

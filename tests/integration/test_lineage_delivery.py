@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from serve_process import annex_serve
 
-from annex.attestation import attestation_routes
 from annex.cli import main
-from annex.lineage import collect_lineage_evidence, lineage_routes, pending_lineage
-from annex.serve import IntakeServer
 from annex.settings import Settings, load_settings
 from collectors.lineage.events import event_id
+from services.attestation import attestation_routes
+from services.intake import IntakeServer
+from services.lineage import collect_lineage_evidence, lineage_routes, pending_lineage
 from simulator.lineage.producer import build_events, deliver, to_json
 from simulator.world import build_world
 from warehouse import Warehouse

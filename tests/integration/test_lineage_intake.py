@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from annex.lineage import lineage_routes
-from annex.serve import IntakeServer
 from annex.settings import LineageSettings, ServeSettings, Settings
 from collectors.lineage.events import event_id
+from services.intake import IntakeServer
+from services.lineage import lineage_routes
 from simulator.lineage.producer import (
     MALFORMED_KINDS,
     build_events,

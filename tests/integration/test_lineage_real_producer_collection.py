@@ -12,8 +12,8 @@ from pathlib import Path
 
 import duckdb
 
-from annex.lineage import collect_lineage_evidence
 from annex.settings import LineageSettings, Settings, WarehouseSettings
+from services.lineage import collect_lineage_evidence
 
 FIXTURES = Path(__file__).parents[1] / "unit" / "lineage_fixtures" / "real_producers"
 NOW = datetime(2026, 11, 28, tzinfo=UTC)

@@ -32,10 +32,10 @@ import pyarrow as pa
 import pytest
 
 from annex.errors import ConfigError
-from annex.gpu_evidence import collect_gpu_telemetry
 from annex.settings import ClusterSettings, Settings, TelemetrySettings, WarehouseSettings
 from collectors.telemetry import collect_prometheus
 from collectors.telemetry.query_range import PrometheusError
+from services.gpu_evidence import collect_gpu_telemetry
 from warehouse import Warehouse
 
 PROMETHEUS = Path("/usr/bin/prometheus")

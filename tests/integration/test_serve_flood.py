@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from annex.serve import IntakeServer, Request, Response, Route
 from annex.settings import ServeSettings, Settings
 from bench.serve_flood import (
     SlowFlood,
@@ -29,6 +28,7 @@ from bench.serve_flood import (
     many_sources,
     run_valid,
 )
+from services.intake import IntakeServer, Request, Response, Route
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from annex.serve import IntakeServer, Request, Response, Route
 from annex.settings import ServeSettings, Settings
+from services.intake import IntakeServer, Request, Response, Route
 
 pytestmark = pytest.mark.integration
 

@@ -18,9 +18,9 @@ import pytest
 
 from annex.cli import main
 from annex.settings import ClusterSettings, KubernetesSettings, Settings, WarehouseSettings
-from annex.watch import WatchService
 from collectors.kubernetes import api_client_for
 from collectors.kubernetes.history import ResourceHistory, WatchOptions
+from services.watch import WatchService
 from simulator.kubernetes import Fault, SimulatedCluster
 from simulator.kubernetes.churn import ShortJobs
 from simulator.world import build_world
@@ -150,7 +150,7 @@ def run_during(watch: WatchService, sim: SimulatedCluster, jobs: ShortJobs) -> N
 def test_short_jobs_between_snapshots_are_missed_by_snapshots_and_kept_by_the_watch(
     sim: SimulatedCluster, api, wh: Warehouse, settings: Settings, target: ClusterSettings
 ) -> None:
-    from annex.inventory import collect_cluster_inventory
+    from services.inventory import collect_cluster_inventory
 
     first = collect_cluster_inventory(settings, wh, target, publish=False)
     assert first.status == "succeeded"
@@ -379,8 +379,8 @@ def test_the_fleet_summary_shows_api_latency_against_the_slo(
 
     from rich.console import Console
 
-    from annex.inventory import collect_cluster_inventory
-    from annex.summary import print_fleet_summary
+    from annex.cli.summary import print_fleet_summary
+    from services.inventory import collect_cluster_inventory
 
     assert collect_cluster_inventory(settings, wh, target).status == "succeeded"
     service(api, wh, settings).catch_up()  # publishes

@@ -19,8 +19,8 @@ import duckdb
 import pytest
 from simulated import Setup, simulated_setup
 
-from annex.orchestration import write_settings
 from annex.settings import ClusterSettings, load_settings
+from pipelines.execution import write_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

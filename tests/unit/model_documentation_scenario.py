@@ -25,9 +25,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from annex.compute import PeakTable
 from annex.model_registry import load_registry, registry_rows
 from annex.settings import ComputeSettings, WarehouseSettings
+from services.compute import PeakTable
 from tests.unit.lineage_warehouse_helpers import load, training_facet
 from tests.unit.training_summary_scenario import student_events
 from warehouse import Warehouse

@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 
 from annex.cli import build_parser
-from annex.serve import HEALTH_PATH
 from annex.settings import AttestationSettings, ServeSettings
+from services.intake import HEALTH_PATH
 
 MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "attestation-daemonset.yaml"
 

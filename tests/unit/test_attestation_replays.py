@@ -30,10 +30,10 @@ from attestation_trust import (
     unsigned,
 )
 
-from annex.attestation import collect_attestation_evidence
 from annex.settings import Settings
 from collectors.attestation.nonce import issue_nonce
 from collectors.attestation.verify import Submission, Verifier
+from services.attestation import collect_attestation_evidence
 from warehouse import Warehouse, load_collection
 from warehouse.models.attestation import ATTESTATION_MODEL
 

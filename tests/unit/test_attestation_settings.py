@@ -256,7 +256,7 @@ def test_invalid_values_name_the_key(tmp_path: Path, text: str, key: str, proble
 
 
 def test_write_settings_round_trips_attestation(tmp_path: Path) -> None:
-    from annex.orchestration import write_settings  # imports Dagster: only here
+    from pipelines.execution import write_settings  # imports Dagster: only here
 
     settings = load_settings(write(tmp_path, FULL), env={})
     path = write_settings(settings, [], tmp_path / "out" / "annex.toml")

@@ -18,9 +18,9 @@ import duckdb
 import pytest
 from test_compute_warehouse import CONFIG, Telemetry, registry
 
-from annex.compute import PeakTable
 from annex.model_registry import registry_rows
 from annex.settings import WarehouseSettings
+from services.compute import PeakTable
 from warehouse import Warehouse, load_collection
 from warehouse.migrate import apply_migrations, discover_migrations
 from warehouse.models.compute import refresh_compute

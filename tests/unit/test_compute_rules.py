@@ -16,9 +16,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from annex.compute import PeakTable
 from annex.model_registry import ModelRegistry, parse_model, registry_rows
 from annex.settings import ComputeSettings, WarehouseSettings
+from services.compute import PeakTable
 from warehouse import Warehouse
 from warehouse.models.compute import refresh_compute
 

@@ -47,7 +47,7 @@ def test_as_of_is_a_utc_moment_that_round_trips_through_the_dagster_settings_fil
     """[compute] as_of: the moment an assessment is reproduced at (the demo's world present)."""
     from datetime import datetime
 
-    from annex.orchestration import write_settings
+    from pipelines.execution import write_settings
 
     config = tmp_path / "annex.toml"
     config.write_text("[compute]\nas_of = 2026-11-28T16:00:00+01:00\n", encoding="utf-8")

@@ -32,9 +32,9 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from annex.compute import PeakTable
 from annex.model_registry import ModelRegistry, parse_model, registry_rows
 from annex.settings import ComputeSettings, WarehouseSettings
+from services.compute import PeakTable
 from warehouse import Warehouse, load_collection
 from warehouse.models.compute import record_compute_alerts, refresh_compute
 from warehouse.models.telemetry import TELEMETRY_MODEL

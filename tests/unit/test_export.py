@@ -19,8 +19,8 @@ import pytest
 from annex import __version__
 from annex.cli import main
 from annex.errors import ConfigError
-from annex.inventory import collect_cluster_inventory
 from annex.settings import ClusterSettings, Settings, WarehouseSettings
+from services.inventory import collect_cluster_inventory
 from simulator.kubernetes import SimulatedCluster
 from simulator.world import build_world
 from warehouse import Warehouse

@@ -67,7 +67,7 @@ def test_the_example_file_loads_with_its_lineage_section() -> None:
 
 
 def test_write_settings_round_trips_lineage(tmp_path: Path) -> None:
-    from annex.orchestration import write_settings  # imports Dagster: only here
+    from pipelines.execution import write_settings  # imports Dagster: only here
 
     settings = load_settings(
         write(

@@ -402,7 +402,7 @@ def test_documentation_answers_are_validated_strictly() -> None:
 
 
 def test_the_simulated_models_documentation_loads() -> None:
-    from annex.demo import SIMULATED_MODELS
+    from annex.cli.demo import SIMULATED_MODELS
     from annex.model_registry import load_registry
 
     model = load_registry(SIMULATED_MODELS).get("annex-lm-400b")
@@ -423,7 +423,7 @@ def test_simulated_world_shows_the_mark_and_the_files_answers(tmp_path: Path) ->
     documentation answers, and no compute refreshed here: the compute fields are gaps."""
     from lineage_warehouse_helpers import load
 
-    from annex.demo import SIMULATED_MODELS
+    from annex.cli.demo import SIMULATED_MODELS
     from annex.settings import WarehouseSettings
     from simulator.lineage import build_events, to_json
     from simulator.world import build_world
@@ -477,8 +477,8 @@ def test_hostile_strings_render_as_text(tmp_path: Path) -> None:
 def test_the_demo_renders_every_edition_for_its_model(
     scenario: tuple[Warehouse, Path], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from annex.report import render_demo_reports
     from annex.settings import load_settings
+    from services.reports import render_demo_reports
 
     wh, models = scenario
     config = tmp_path / "annex.toml"

@@ -31,7 +31,6 @@ import pytest
 from report_pdf import pdf_attachments, pdf_text, pdf_xmp, qpdf_check
 from test_compute_warehouse import CONFIG, NOW, PEAK, T0, H, insert_core, registry, telemetry
 
-from annex.compute import PeakTable
 from annex.model_registry import load_registry, registry_rows
 from annex.settings import WarehouseSettings
 from reports.charts import Level, TimeSeries, log_lines
@@ -40,6 +39,7 @@ from reports.errors import ReportError
 from reports.evidence import prepare_connection, run_query
 from reports.generate import GeneratedReport, generate_report
 from reports.numbers import figure, flop, magnitude, mwh, prose, ratio, share
+from services.compute import PeakTable
 from warehouse import Warehouse, load_collection
 from warehouse.models.compute import refresh_compute
 from warehouse.models.telemetry import TELEMETRY_MODEL

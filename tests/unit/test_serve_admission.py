@@ -1,4 +1,4 @@
-"""``annex.admission.PendingPool``: per-client share, eviction of the oldest, deadlines."""
+"""``services.admission.PendingPool``: per-client share, eviction of the oldest, deadlines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from annex.admission import PendingPool, client_of
+from services.admission import PendingPool, client_of
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""``annex.http_framing``: the strict HTTP/1.1 head parser, body framing and chunked decoding
+"""``services.http_framing``: the strict HTTP/1.1 head parser, body framing and chunked decoding
 (RFC 9112), over a socket pair: no server, no network."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from annex.http_framing import (
+from services.http_framing import (
     BodyTooLarge,
     DeadlinePassed,
     FramingError,

@@ -11,8 +11,8 @@ import re
 import duckdb
 import pytest
 
+from annex.cli.sql import dot_command, execute_and_print
 from annex.errors import QueryError
-from annex.sql import dot_command, execute_and_print
 
 EVERY_TYPE = """
 select [1, 2] as l, {'a': 1, 'b': [1.5]} as s, map(['k'], [2]) as m, map([1], ['x']) as mi,

@@ -15,9 +15,9 @@ from typing import ClassVar
 import pytest
 
 from annex.errors import CollectionError, ConfigError
-from annex.gpu_evidence import prometheus_basic_auth, prometheus_token
 from annex.settings import ClusterSettings, load_settings
 from collectors.telemetry.query_range import PrometheusClient, fetch
+from services.gpu_evidence import prometheus_basic_auth, prometheus_token
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -147,7 +147,7 @@ def test_targets_through_the_series_api(echo: str) -> None:
 
 
 def test_basic_auth_survives_the_settings_handed_to_dagster(tmp_path: Path) -> None:
-    from annex.orchestration import write_settings
+    from pipelines.execution import write_settings
 
     settings = load_settings(
         write(

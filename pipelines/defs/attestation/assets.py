@@ -1,6 +1,6 @@
 """Attestation assets: verify and load the waiting submissions, then rebuild coverage.
 
-Thin calls into ``annex.attestation`` (plain, tested functions). The collection loads
+Thin calls into ``services.attestation`` (plain, tested functions). The collection loads
 unpublished and archives the files it used once it has committed; ``attestation_coverage``
 rebuilds the coverage marts for the days the new evidence touched, after the blocking check on
 the records passed, and publishes the analysts' copy.
@@ -10,12 +10,12 @@ No ``from __future__ import annotations`` in the Dagster modules (see cluster_st
 
 import dagster as dg
 
-from annex.attestation import collect_attestation_evidence, refresh_attestation_coverage
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
 from pipelines.defs.shared import (
     collection_asset,
     collection_metadata,
 )
+from services.attestation import collect_attestation_evidence, refresh_attestation_coverage
 
 GROUP = "attestation"
 

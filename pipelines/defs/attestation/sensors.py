@@ -2,12 +2,12 @@
 
 import dagster as dg
 
-from annex.attestation import pending_submissions
 from annex.errors import AnnexError
 from pipelines.defs.attestation.assets import attestation_coverage, attestation_records
 from pipelines.defs.resources import AnnexSettingsResource
 from pipelines.defs.shared import warehouse_schema
 from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
+from services.attestation import pending_submissions
 
 attestation_job = dg.define_asset_job(
     name="attestation_job",

@@ -12,13 +12,13 @@ from typing import Any
 import dagster as dg
 import duckdb
 
-from annex.inventory import collect_cluster_inventory
 from annex.settings import ClusterSettings, Settings
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
 from pipelines.defs.shared import (
     collection_asset,
     collection_metadata,
 )
+from services.inventory import collect_cluster_inventory
 from warehouse import CollectionResult, Warehouse
 
 GROUP = "cluster_state"

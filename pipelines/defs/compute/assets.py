@@ -1,4 +1,4 @@
-"""The compute marts: a thin call into ``annex.compute.refresh_compute_marts``.
+"""The compute marts: a thin call into ``services.compute.refresh_compute_marts``.
 
 Downstream of the lineage models (runs and token counts) and the GPU utilisation rollups
 (telemetry per GPU-hour); reads the model registry folder named in the settings, so a registry
@@ -9,10 +9,10 @@ No ``from __future__ import annotations`` in the Dagster modules (see cluster_st
 
 import dagster as dg
 
-from annex.compute import refresh_compute_marts
 from pipelines.defs.gpu_evidence.assets import gpu_utilisation
 from pipelines.defs.lineage.assets import lineage_models
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
+from services.compute import refresh_compute_marts
 
 GROUP = "compute"
 

@@ -1,6 +1,6 @@
 """GPU evidence assets: benchmark records, DCGM telemetry, and the utilisation rollups.
 
-Thin calls into ``annex.gpu_evidence`` (plain, tested functions). Collections load unpublished;
+Thin calls into ``services.gpu_evidence`` (plain, tested functions). Collections load unpublished;
 ``gpu_utilisation`` rebuilds the hourly marts for what is new and then publishes, after the
 blocking checks of the collections passed.
 
@@ -9,15 +9,15 @@ No ``from __future__ import annotations`` in the Dagster modules (see cluster_st
 
 import dagster as dg
 
-from annex.gpu_evidence import (
-    collect_gpu_benchmarks,
-    collect_gpu_telemetry,
-    refresh_gpu_utilisation,
-)
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
 from pipelines.defs.shared import (
     collection_asset,
     collection_metadata,
+)
+from services.gpu_evidence import (
+    collect_gpu_benchmarks,
+    collect_gpu_telemetry,
+    refresh_gpu_utilisation,
 )
 
 GROUP = "gpu_evidence"

@@ -5,10 +5,10 @@ import hashlib
 import dagster as dg
 
 from annex.errors import AnnexError
-from annex.gpu_evidence import completed_probe_pods, known_probe_pods
 from pipelines.defs.gpu_evidence.schedules import benchmarks_job
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
 from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
+from services.gpu_evidence import completed_probe_pods, known_probe_pods
 
 
 def new_pods_run_key(cluster: str, uids: frozenset[str]) -> str:

@@ -1,6 +1,6 @@
 """Lineage assets: load the waiting OpenLineage events, then rebuild the lineage models.
 
-Thin calls into ``annex.lineage``. The endpoint itself is ``annex serve`` (a long-running
+Thin calls into ``services.lineage``. The endpoint itself is ``annex serve`` (a long-running
 service beside Dagster, deployed with annex); it only spools what producers send, and these
 assets turn the spool into warehouse rows. Events are not per cluster: a training run names its
 Kubernetes cluster, namespace and Job in its ``annex_trainingRun`` facet.
@@ -10,12 +10,12 @@ No ``from __future__ import annotations`` in the Dagster modules (see cluster_st
 
 import dagster as dg
 
-from annex.lineage import collect_lineage_evidence, refresh_lineage_models
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
 from pipelines.defs.shared import (
     collection_asset,
     collection_metadata,
 )
+from services.lineage import collect_lineage_evidence, refresh_lineage_models
 
 GROUP = "lineage"
 

@@ -3,10 +3,10 @@
 import dagster as dg
 
 from annex.errors import AnnexError
-from annex.lineage import pending_lineage
 from pipelines.defs.lineage.assets import lineage_events, lineage_models
 from pipelines.defs.resources import AnnexSettingsResource
 from pipelines.defs.shared import warehouse_schema
+from services.lineage import pending_lineage
 
 lineage_job = dg.define_asset_job(
     name="lineage_job",

@@ -7,11 +7,11 @@ from typing import Any
 
 import dagster as dg
 
-from annex.inventory import cluster_api
 from annex.settings import ClusterSettings, Settings
-from annex.watch import WatchService, WatchSummary
 from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
 from pipelines.defs.shared import collection_asset
+from services.inventory import cluster_api
+from services.watch import WatchService, WatchSummary
 from warehouse import Warehouse
 
 GROUP = "watch"

@@ -54,7 +54,7 @@ class DemoLineage:
     requests: int
 
 
-SIMULATED_MODELS = Path(__file__).resolve().parents[1] / "simulator" / "models"
+SIMULATED_MODELS = Path(__file__).resolve().parents[2] / "simulator" / "models"
 """The metadata files of the simulated world's models (the demo's ``[models] dir``)."""
 
 LINEAGE_BATCH = 100
@@ -70,9 +70,9 @@ def simulated_lineage(
     name ``cluster``). Yields ``settings`` changed to read that spool and the simulated
     models' metadata files. A rerun delivers the
     same events again: annex stores each once (its event id is the content's hash)."""
-    from annex.lineage import lineage_routes
-    from annex.serve import IntakeServer
     from annex.settings import ServeSettings
+    from services.intake import IntakeServer
+    from services.lineage import lineage_routes
     from simulator.lineage.producer import build_events, deliver
 
     os.environ.setdefault(INTAKE_TOKEN_ENV, secrets.token_urlsafe(32))
@@ -113,8 +113,8 @@ def simulated_attestations(
     Secrets the intake and the collection share (the nonce key, the intake token, the local
     verifier's secret) are set in this process's environment, by name only in the settings.
     """
-    from annex.attestation import attestation_routes
-    from annex.serve import IntakeServer
+    from services.attestation import attestation_routes
+    from services.intake import IntakeServer
     from simulator.attestation import tokens
     from simulator.attestation.agent import AttestingAgent, write_history
     from simulator.attestation.issuers import LOCAL_SECRET, LOCAL_SECRET_ENV, IssuerSet

@@ -1,7 +1,7 @@
 """``annex serve``: the HTTP(S) intake that evidence producers push to.
 
-Sources register ``Route``s (``annex.attestation.attestation_routes``, the OpenLineage
-``annex.lineage.lineage_routes``); ``IntakeServer`` does what every route needs, so no route
+Sources register ``Route``s (``services.attestation.attestation_routes``, the OpenLineage
+``services.lineage.lineage_routes``); ``IntakeServer`` does what every route needs, so no route
 can forget it:
 
 * **TLS** when ``serve.tls_cert_file``/``tls_key_file`` are set (TLS 1.2 or newer). The
@@ -10,7 +10,7 @@ can forget it:
 * **Bearer token** compared with ``hmac.compare_digest`` against the variable that
   ``serve.token_env`` names. There is no unauthenticated mode: without a token the server
   refuses to start (``ConfigError``). Only ``GET /healthz`` (for Kubernetes probes) is open.
-* **Admission before authentication** (``annex.admission``). Until one of its requests passes
+* **Admission before authentication** (``services.admission``). Until one of its requests passes
   the token check a connection is *pending*: at most ``serve.max_pending_per_client`` (32) per
   client (an IPv4 address or an IPv6 /64; more are closed at accept), at most
   ``serve.max_pending_connections`` (256) in all (a new one then closes the one pending
@@ -21,7 +21,7 @@ can forget it:
   ``Retry-After``), so slow or abusive unauthenticated clients never take the capacity that
   authenticated producers use. Unauthenticated connections are closed after their answer
   (``/healthz`` included); authenticated ones are kept alive (the next head within 30 s).
-* **Strict HTTP/1.1 framing** (``annex.http_framing``, RFC 9112), enforced before
+* **Strict HTTP/1.1 framing** (``services.http_framing``, RFC 9112), enforced before
   authentication: the head is at most ``serve.max_header_bytes`` (32 KiB) and
   ``serve.max_header_fields`` (100) fields (431); obs-fold, whitespace before a colon, bare CR
   or LF, duplicate or non-numeric ``Content-Length``, ``Content-Length`` with
@@ -62,9 +62,10 @@ from typing import Any
 
 import orjson
 
-from annex.admission import PendingPool, client_of
 from annex.errors import ConfigError
-from annex.http_framing import (
+from annex.settings import ServeSettings, Settings
+from services.admission import PendingPool, client_of
+from services.http_framing import (
     BodyFraming,
     BodyTooLarge,
     DeadlinePassed,
@@ -76,7 +77,6 @@ from annex.http_framing import (
     parse_head,
     read_chunked,
 )
-from annex.settings import ServeSettings, Settings
 
 log = logging.getLogger("annex.serve")
 

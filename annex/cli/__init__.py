@@ -25,7 +25,7 @@ from annex.errors import AnnexError, ConfigError, WarehouseError
 from annex.settings import ClusterSettings, Settings, load_settings
 
 if TYPE_CHECKING:
-    from annex.orchestration import RunOutcome
+    from pipelines.execution import RunOutcome
 
 log = logging.getLogger("annex")
 
@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--quiet", action="store_true", help="no access log")
     serve.set_defaults(run=cmd_serve)
 
-    from annex.watch import add_watch_parser
+    from annex.cli.watch import add_watch_parser
 
     add_watch_parser(commands)
 
@@ -321,11 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     spdx.set_defaults(run=cmd_spdx)
 
-    from annex.compute import add_parser as add_compute_parser
+    from annex.cli.compute import add_parser as add_compute_parser
 
     add_compute_parser(commands)
 
-    from annex.report import add_parser as add_report_parser
+    from annex.cli.report import add_parser as add_report_parser
 
     add_report_parser(commands)
 
@@ -512,8 +512,8 @@ def _current_context_name(kubeconfig: Path | None) -> str | None:
 
 
 def _collect_one(target: ClusterSettings, settings: Settings, *, quiet: bool):
-    from annex.inventory import collect_cluster_inventory
-    from annex.progress import CollectionProgress
+    from annex.cli.progress import CollectionProgress
+    from services.inventory import collect_cluster_inventory
     from warehouse import Warehouse
 
     wh = Warehouse(settings.warehouse)
@@ -553,7 +553,7 @@ def _report(result, what: str, settings: Settings) -> None:
 
 
 def cmd_collect_gpubench(args: argparse.Namespace, settings: Settings) -> int:
-    from annex.gpu_evidence import collect_gpu_benchmarks
+    from services.gpu_evidence import collect_gpu_benchmarks
     from warehouse import Warehouse
 
     wh = Warehouse(settings.warehouse)
@@ -563,7 +563,7 @@ def cmd_collect_gpubench(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_collect_telemetry(args: argparse.Namespace, settings: Settings) -> int:
-    from annex.gpu_evidence import collect_gpu_telemetry, refresh_gpu_utilisation
+    from services.gpu_evidence import collect_gpu_telemetry, refresh_gpu_utilisation
     from warehouse import Warehouse
 
     wh = Warehouse(settings.warehouse)
@@ -634,7 +634,7 @@ def _archive_report(archive, spool_dir: Path, kept: int) -> str:
 
 
 def cmd_collect_attestations(args: argparse.Namespace, settings: Settings) -> int:
-    from annex.attestation import collect_attestation_evidence, pending_submissions
+    from services.attestation import collect_attestation_evidence, pending_submissions
 
     cluster = _attestation_cluster(args, settings)
     pending = pending_submissions(settings)
@@ -669,7 +669,7 @@ def cmd_collect_attestations(args: argparse.Namespace, settings: Settings) -> in
 
 
 def cmd_collect_lineage(args: argparse.Namespace, settings: Settings) -> int:
-    from annex.lineage import collect_lineage_evidence, pending_lineage
+    from services.lineage import collect_lineage_evidence, pending_lineage
 
     pending = pending_lineage(settings)
     if args.max_files is not None:
@@ -704,9 +704,9 @@ def cmd_collect_lineage(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from annex.attestation import attestation_routes
-    from annex.lineage import lineage_routes
-    from annex.serve import IntakeServer
+    from services.attestation import attestation_routes
+    from services.intake import IntakeServer
+    from services.lineage import lineage_routes
 
     if not args.quiet:
         logging.getLogger("annex.serve").setLevel(logging.INFO)
@@ -758,7 +758,7 @@ def _row_count_text(row_counts: dict[str, int]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from annex.demo import simulated_attestations, simulated_lineage
+    from annex.cli.demo import simulated_attestations, simulated_lineage
     from simulator.kubernetes import SimulatedCluster
     from simulator.telemetry import TelemetryServer
     from simulator.world import build_world
@@ -827,7 +827,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
             outcomes.append(_run_through_dagster(as_of, target, config, "compute_job"))
     _print_summary(settings)
     largest = _print_compute(settings)
-    from annex.report import render_demo_reports
+    from services.reports import render_demo_reports
 
     # the per-model reports for the model with the most training compute (each takes seconds)
     render_demo_reports(lineage.settings, args.out, models=largest[:1])
@@ -943,7 +943,7 @@ def _run_through_dagster(
     its cluster are written to ``config_path`` first.
     """
     from annex.errors import CollectionError
-    from annex.orchestration import (
+    from pipelines.execution import (
         dagster_instance,
         resolve_job,
         run_job,
@@ -967,7 +967,7 @@ def _run_through_dagster(
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    from annex.orchestration import dagster_instance, ensure_partitions, resolve_job, run_job
+    from pipelines.execution import dagster_instance, ensure_partitions, resolve_job, run_job
 
     if not settings.clusters:
         raise ConfigError(
@@ -1002,7 +1002,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_sql(args: argparse.Namespace, settings: Settings) -> int:
-    from annex.sql import run_query, run_shell
+    from annex.cli.sql import run_query, run_shell
 
     if args.query is not None:
         return run_query(settings, args.query, output_format=args.format)
@@ -1087,7 +1087,7 @@ def cmd_warehouse_publish(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print_summary(settings: Settings) -> None:
-    from annex.summary import print_fleet_summary
+    from annex.cli.summary import print_fleet_summary
 
     print_fleet_summary(settings)
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from annex.errors import ConfigError
-from annex.inventory import cluster_api
 from annex.settings import ClusterSettings, Settings
 from collectors.fetched import FetchedCollection
+from services.inventory import cluster_api
 from warehouse import CollectionResult, Warehouse, load_collection
 
 

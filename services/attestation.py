@@ -1,6 +1,6 @@
 """Attestation evidence: the intake's routes, the collection, the coverage marts.
 
-The one place that wires ``collectors.attestation`` to the HTTP server (``annex.serve``) and to
+The one place that wires ``collectors.attestation`` to the HTTP server (``services.intake``) and to
 the warehouse; the CLI (``annex serve``, ``annex collect attestations``) and the Dagster assets
 call these functions, so a collection behaves the same whoever starts it.
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
-from annex.serve import Request, Response, Route
 from annex.settings import Settings
+from services.intake import Request, Response, Route
 from warehouse import CollectionResult, Warehouse, load_collection
 
 if TYPE_CHECKING:

@@ -1,15 +1,12 @@
 """``annex report NAME``: render one report from the published warehouse copy.
 
-The CLI's thin layer over ``reports.generate.generate_report``: parse the period, render, print
-the PDF's path and what it rests on. ``reports.generate`` renders (``generate_report``) and
-loops over a report's models and editions (``generate_reports``) for the CLI, ``annex demo`` and
-the Dagster report assets alike.
+The CLI's thin layer over ``services.reports.render_report``: parse the period, render, print
+the PDF's path and what it rests on.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -79,9 +76,8 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     from reports.catalog import report_definition
     from reports.definition import ReportRequest
     from reports.errors import ReportError
-    from reports.generate import generate_report
     from reports.period import resolve_period
-    from warehouse import Warehouse
+    from services.reports import render_report
 
     definition = report_definition(args.name)
     if definition.needs_model:
@@ -97,14 +93,7 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         period = resolve_period(args.period, args.first, args.last, today=datetime.now(UTC).date())
         request = ReportRequest(period=period)
         scope = f"period {period.describe()}"
-    result = generate_report(
-        Warehouse(settings.warehouse),
-        args.name,
-        request,
-        args.output,
-        models_dir=settings.models.dir,
-        evidence_dir=args.evidence,
-    )
+    result = render_report(settings, args.name, request, args.output, evidence_dir=args.evidence)
     manifest = result.manifest
     print(f"wrote {result.path}")
     if result.evidence_bundle is not None:
@@ -120,37 +109,6 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     if result.refused:
         print(f"  the renderer refused {len(result.refused)} requests (logged above)")
     return 0
-
-
-def render_demo_reports(
-    settings: Settings, out: Path, *, models: Sequence[str] | None = None
-) -> list[Path]:
-    """Every report for the running month (the demo's evidence is of the last days), written
-    to ``out/reports``; prints each path. Per-model reports are rendered for ``models``, by
-    default every model of the registry ([models] dir). ``annex demo`` calls this after its
-    collections."""
-    from reports.catalog import report_definitions
-    from reports.generate import generate_reports
-    from reports.period import month_period
-    from warehouse import Warehouse
-
-    today = datetime.now(UTC).date()
-    period = month_period(f"{today.year:04d}-{today.month:02d}")
-    wh = Warehouse(settings.warehouse)
-    paths = []
-    for name in report_definitions():
-        for result in generate_reports(
-            wh,
-            name,
-            period,
-            out / "reports",
-            models_dir=settings.models.dir,
-            models=models,
-            evidence_dir=out / "evidence",
-        ):
-            print(f"report: {result.path}")
-            paths.append(result.path)
-    return paths
 
 
 def _day(text: str) -> date:

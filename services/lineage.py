@@ -1,6 +1,6 @@
 """Training-data lineage: the OpenLineage intake's routes, the collection, the lineage models.
 
-The one place that wires ``collectors.lineage`` to the HTTP server (``annex.serve``) and to
+The one place that wires ``collectors.lineage`` to the HTTP server (``services.intake``) and to
 the warehouse; the CLI (``annex serve``, ``annex collect lineage``) and the Dagster assets call
 these functions, so a collection behaves the same whoever starts it.
 
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annex.errors import ConfigError
-from annex.serve import Request, Response, Route
 from annex.settings import Settings
+from services.intake import Request, Response, Route
 from warehouse import CollectionResult, Warehouse, load_collection
 
 if TYPE_CHECKING:

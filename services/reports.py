@@ -1,0 +1,73 @@
+"""The reports service: the one place that wires ``reports.generate`` to the warehouse and
+the settings, for ``annex report`` (``annex.cli.report``) and ``annex demo``.
+
+``reports.generate`` renders (``generate_report``) and loops over a report's models and
+editions (``generate_reports``) for the CLI, ``annex demo`` and the Dagster report assets alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from annex.settings import Settings
+
+if TYPE_CHECKING:
+    from reports.definition import ReportRequest
+    from reports.generate import GeneratedReport
+
+
+def render_report(
+    settings: Settings,
+    name: str,
+    request: ReportRequest,
+    output: Path,
+    *,
+    evidence_dir: Path | None = None,
+) -> GeneratedReport:
+    """Render report ``name`` for ``request`` from the published warehouse copy into
+    ``output``; the model metadata comes from the registry ([models] dir)."""
+    from reports.generate import generate_report
+    from warehouse import Warehouse
+
+    return generate_report(
+        Warehouse(settings.warehouse),
+        name,
+        request,
+        output,
+        models_dir=settings.models.dir,
+        evidence_dir=evidence_dir,
+    )
+
+
+def render_demo_reports(
+    settings: Settings, out: Path, *, models: Sequence[str] | None = None
+) -> list[Path]:
+    """Every report for the running month (the demo's evidence is of the last days), written
+    to ``out/reports``; prints each path. Per-model reports are rendered for ``models``, by
+    default every model of the registry ([models] dir). ``annex demo`` calls this after its
+    collections."""
+    from reports.catalog import report_definitions
+    from reports.generate import generate_reports
+    from reports.period import month_period
+    from warehouse import Warehouse
+
+    today = datetime.now(UTC).date()
+    period = month_period(f"{today.year:04d}-{today.month:02d}")
+    wh = Warehouse(settings.warehouse)
+    paths = []
+    for name in report_definitions():
+        for result in generate_reports(
+            wh,
+            name,
+            period,
+            out / "reports",
+            models_dir=settings.models.dir,
+            models=models,
+            evidence_dir=out / "evidence",
+        ):
+            print(f"report: {result.path}")
+            paths.append(result.path)
+    return paths
