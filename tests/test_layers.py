@@ -28,9 +28,7 @@ KERNEL = frozenset(
     {"annex", "annex.errors", "annex.settings", "annex.model_registry", "annex.spdx_licences"}
 )
 LOWER = frozenset({"collectors", "warehouse", "reports", "probes"})
-FIRST_PARTY = frozenset(
-    {"annex", "services", "pipelines", "simulator", "bench", "tests"} | LOWER
-)
+FIRST_PARTY = frozenset({"annex", "services", "pipelines", "simulator", "bench", "tests"} | LOWER)
 
 ALLOWED: dict[str, frozenset[str]] = {
     "kernel": frozenset({"kernel"}),
@@ -103,8 +101,7 @@ def test_imports_follow_the_layer_rules(path: Path) -> None:
     module = module_name(path)
     layer = layer_of(module)
     wrong = [
-        f"{path.relative_to(ROOT)}:{line}: {module} ({layer}) imports {target} "
-        f"({layer_of(target)})"
+        f"{path.relative_to(ROOT)}:{line}: {module} ({layer}) imports {target} ({layer_of(target)})"
         for line, target in imported_modules(path, module)
         if layer_of(target) not in ALLOWED[layer]
     ]
