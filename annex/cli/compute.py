@@ -15,7 +15,7 @@ from annex.settings import Settings
 # -- the CLI -------------------------------------------------------------------------------
 
 
-def add_parser(commands: Any) -> None:
+def register(commands: Any) -> None:
     """``annex compute``: registered by annex.cli."""
     compute = commands.add_parser(
         "compute",

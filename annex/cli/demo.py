@@ -13,16 +13,24 @@ to the intake, out of order and with duplicates, then the Dagster ``lineage_job`
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
 import os
 import secrets
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from annex.settings import Settings, load_settings
+from annex.cli.arguments import positive_int
+from annex.errors import ConfigError
+from annex.settings import ClusterSettings, Settings, load_settings
+
+if TYPE_CHECKING:
+    from pipelines.execution import RunOutcome
 
 HISTORY_DAYS = 1
 """Days of earlier submissions the demo's shared folder holds."""
@@ -179,3 +187,231 @@ def simulated_attestations(
                 accepted=sum(1 for status in statuses if status == 202),
                 history_files=history_files,
             )
+
+
+# -- the command -------------------------------------------------------------------------
+
+DEMO_DEFAULT_NODES = 500
+DEMO_CLUSTER = "annex-demo"
+
+
+def register(commands: Any) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="simulate a GPU cluster, collect it into the warehouse, print the fleet summary",
+    )
+    demo.add_argument("--nodes", type=positive_int, default=DEMO_DEFAULT_NODES)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".demo"),
+        help="folder for the simulator's kubeconfig (default: .demo)",
+    )
+    demo.set_defaults(run=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from simulator.kubernetes import SimulatedCluster
+    from simulator.telemetry import TelemetryServer
+    from simulator.world import build_world
+
+    if args.nodes > 7500:
+        raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(f"building a simulated GPU cluster of {args.nodes} nodes (seed {args.seed})…")
+    # The world's present is this moment, so that what annex collects now (the inventory,
+    # telemetry, attestations pushed live) and the world's history line up in time; a rerun on
+    # a warehouse that holds the demo's evidence rebuilds the same world (the same run ids, Job
+    # uids and event ids), so it collects the same evidence again and changes no figure.
+    world = build_world(nodes=args.nodes, seed=args.seed, now=_demo_world_clock(settings, args))
+    # the simulated Prometheus's present is the world's: the same world serves the same
+    # samples, however much later a rerun asks
+    present = world.now.timestamp()
+    with (
+        SimulatedCluster(world, tls=True) as cluster,
+        TelemetryServer(world, clock=lambda: present) as telemetry,
+    ):
+        kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
+        print(f"serving it at {cluster.url} (kubeconfig: {kubeconfig})")
+        print(f"serving its DCGM telemetry through a Prometheus API at {telemetry.prometheus_url}")
+        target = ClusterSettings(
+            name=DEMO_CLUSTER,
+            kubeconfig=kubeconfig,
+            context="annex-demo",
+            prometheus_url=telemetry.prometheus_url,
+        )
+        config = args.out / "annex.toml"
+        outcomes = [
+            _run_through_dagster(settings, target, config, job)
+            for job in ("cluster_inventory_job", "gpu_benchmarks_job", "gpu_telemetry_job")
+        ]
+        first_run = not _has_attestations(settings, target.name)
+        with simulated_attestations(
+            settings, world, args.out, seed=args.seed, first_run=first_run
+        ) as attestations:
+            print(
+                f"confidential nodes pushed {attestations.accepted} of {attestations.pushed} "
+                f"attestation submissions to annex's intake at {attestations.intake_url}"
+                + (
+                    f"; {attestations.history_files} earlier ones wait in a shared folder"
+                    if attestations.history_files
+                    else ""
+                )
+            )
+            outcomes.append(
+                _run_through_dagster(attestations.settings, target, config, "attestation_job")
+            )
+        with simulated_lineage(settings, world, args.out, cluster=target.name) as lineage:
+            print(
+                f"the training pipelines' OpenLineage producer sent {lineage.events} events "
+                f"(shuffled, some twice) in {lineage.requests} requests to {lineage.intake_url}"
+            )
+            outcomes.append(_run_through_dagster(lineage.settings, target, config, "lineage_job"))
+            # figures as of the simulated world's present: the evidence of its moment, so a
+            # rerun on the same warehouse (the same world) gives the same figures
+            present = world.now.astimezone(UTC).replace(tzinfo=None)
+            as_of = replace(
+                lineage.settings,
+                compute=replace(
+                    lineage.settings.compute, as_of=lineage.settings.compute.as_of or present
+                ),
+            )
+            outcomes.append(_run_through_dagster(as_of, target, config, "compute_job"))
+    from annex.cli.summary import print_fleet_summary
+
+    print_fleet_summary(settings)
+    largest = _print_compute(settings)
+    from services.reports import render_demo_reports
+
+    # the per-model reports for the model with the most training compute (each takes seconds)
+    render_demo_reports(lineage.settings, args.out, models=largest[:1])
+    runs = "\n".join(f"dagster run: {o.run_id} ({o.job_name})" for o in outcomes)
+    print(
+        f"\nwarehouse: {settings.warehouse.path} "
+        f"(analysts' copy: {settings.warehouse.resolved_published_path})\n"
+        f"{runs}\n"
+        'next: annex sql -c "select * from marts.fleet_summary"\n'
+        '      annex sql -c "select * from marts.gpu_degraded"\n'
+        '      annex sql -c "select * from marts.attestation_coverage_daily"\n'
+        '      annex sql -c "select * from marts.lineage_eu_summary_size"\n'
+        "      annex compute --model annex-lm-400b --no-refresh"
+    )
+    return 0
+
+
+def _print_compute(settings: Settings) -> list[str]:
+    """The models' cumulative training compute and where they stand against Article 51;
+    returns the model names, the largest compute first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from reports.numbers import terse
+    from warehouse import Warehouse
+
+    with Warehouse(settings.warehouse).reader() as con:
+        rows = con.execute(
+            """
+            SELECT m.model_name, m.cumulative_compute_flop,
+                   array_to_string(m.compute_methods, ' + '), m.energy_mwh_rounded,
+                   string_agg(
+                       CASE t.threshold WHEN 'gpai' THEN '10^23' WHEN 'systemic_risk' THEN '10^25'
+                            ELSE 'modification' END
+                       || ' ' || t.status
+                       || coalesce(' ' || strftime(t.crossed_at, '%Y-%m-%d'), '')
+                       || coalesce(' (projected ' || strftime(t.projected_crossing_at, '%Y-%m-%d')
+                                   || ')', '')
+                       || coalesce(', notify by ' || strftime(t.notification_due, '%Y-%m-%d'), ''),
+                       '; ' ORDER BY t.threshold_flop)
+                       FILTER (WHERE t.applies)
+            FROM marts.model_compute AS m
+            LEFT JOIN marts.model_compute_thresholds AS t USING (model_name)
+            GROUP BY ALL
+            ORDER BY m.cumulative_compute_flop DESC NULLS LAST, m.model_name
+            """
+        ).fetchall()
+    table = Table(title="Training compute per model (annex compute --model NAME: bands, gaps)")
+    for column in ("model", "FLOP", "method", "MWh", "Article 51"):
+        table.add_column(column, overflow="fold")
+    for model, compute, methods, mwh, thresholds in rows:
+        energy = "-" if mwh is None else str(mwh)
+        table.add_row(model, terse(compute), methods or "-", energy, thresholds or "-")
+    Console().print(table)
+    return [row[0] for row in rows]
+
+
+def _demo_world_clock(settings: Settings, args: argparse.Namespace) -> datetime:
+    """The simulated world's present: the one recorded in ``<out>/world.json`` by the last demo
+    of the same seed and size when the warehouse holds that demo's collections, else now (and
+    recorded for the next rerun)."""
+
+    from warehouse import Warehouse
+
+    state = args.out / "world.json"
+    key = {"seed": args.seed, "nodes": args.nodes}
+    try:
+        recorded = json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = {}
+    if (
+        {k: recorded.get(k) for k in key} == key
+        and "now" in recorded
+        and settings.warehouse.path.exists()
+    ):
+        with Warehouse(settings.warehouse).writer() as con:
+            row = con.execute(
+                "SELECT count(*) FROM audit.collections WHERE cluster = ? AND status = 'succeeded'",
+                [DEMO_CLUSTER],
+            ).fetchone()
+        if row and row[0]:
+            print(f"rebuilding the world of the earlier demo ({state.name}: {recorded['now']})")
+            return datetime.fromisoformat(recorded["now"])
+    now = datetime.now(UTC).replace(microsecond=0)
+    partial = state.with_name(f".{state.name}.partial")
+    partial.write_text(json.dumps({**key, "now": now.isoformat()}) + "\n", encoding="utf-8")
+    os.replace(partial, state)
+    return now
+
+
+def _has_attestations(settings: Settings, cluster: str) -> bool:
+    """Whether the warehouse already holds attestation records of ``cluster`` (the demo then
+    does not write its earlier submissions again)."""
+    from warehouse import Warehouse
+
+    with Warehouse(settings.warehouse).writer() as con:
+        row = con.execute(
+            "SELECT count(*) FROM core.attestation_records WHERE cluster = ?", [cluster]
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def _run_through_dagster(
+    settings: Settings, target: ClusterSettings, config_path: Path, job_name: str
+) -> RunOutcome:
+    """Run ``job_name`` in-process for ``target``'s partition; raise if the run failed.
+
+    The Dagster resources read settings from a file, so ``settings`` with only ``target`` as
+    its cluster are written to ``config_path`` first.
+    """
+    from annex.errors import CollectionError
+    from pipelines.execution import (
+        dagster_instance,
+        resolve_job,
+        run_job,
+        temporary_partition,
+        write_settings,
+    )
+
+    print(f"running Dagster job {job_name} for partition {target.name}…")
+    config = write_settings(settings, [target], config_path).absolute()
+    job = resolve_job(config, name=job_name)
+    with dagster_instance() as instance, temporary_partition(instance, target.name):
+        outcome = run_job(job, instance, target.name)
+    print(outcome.describe())
+    if not outcome.success:
+        raise CollectionError(
+            f"dagster run {outcome.run_id} ({job_name}) failed at {outcome.failure}",
+            hint="rerun with --debug for details; with DAGSTER_HOME set the run's logs are in "
+            "the Dagster UI (make dev)",
+        )
+    return outcome

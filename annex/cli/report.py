@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 from annex.settings import Settings
 
 DEFAULT_OUTPUT = Path("annex-reports")
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def register(commands: Any) -> None:
     """Register ``annex report``."""
     from reports.catalog import report_definitions
 

@@ -20,7 +20,7 @@ from annex.settings import ClusterSettings, Settings
 # -- the command -------------------------------------------------------------------------------
 
 
-def add_watch_parser(commands: Any) -> None:
+def register(commands: Any) -> None:
     """Register ``annex watch`` (called by ``annex.cli.build_parser``)."""
     watch = commands.add_parser(
         "watch",

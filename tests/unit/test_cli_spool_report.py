@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from annex.cli import _archive_report
+from annex.cli.collect import _archive_report
 from collectors.spool import ArchiveOutcome
 
 

@@ -11,7 +11,7 @@ import re
 import duckdb
 import pytest
 
-from annex.cli.sql import dot_command, execute_and_print
+from annex.cli.sql_output import dot_command, execute_and_print
 from annex.errors import QueryError
 
 EVERY_TYPE = """
