@@ -99,6 +99,35 @@ def model_report(con: Any, model: str) -> dict[str, Any]:
     }
 
 
+def compute_overview(settings: Settings) -> list[tuple[Any, ...]]:
+    """One row per model, the largest cumulative compute first: its name, cumulative FLOP, the
+    compute methods, MWh (rounded) and its Article 51 standing as one line (``annex demo``)."""
+    from warehouse import Warehouse
+
+    with Warehouse(settings.warehouse).reader() as con:
+        rows = con.execute(
+            """
+            SELECT m.model_name, m.cumulative_compute_flop,
+                   array_to_string(m.compute_methods, ' + '), m.energy_mwh_rounded,
+                   string_agg(
+                       CASE t.threshold WHEN 'gpai' THEN '10^23' WHEN 'systemic_risk' THEN '10^25'
+                            ELSE 'modification' END
+                       || ' ' || t.status
+                       || coalesce(' ' || strftime(t.crossed_at, '%Y-%m-%d'), '')
+                       || coalesce(' (projected ' || strftime(t.projected_crossing_at, '%Y-%m-%d')
+                                   || ')', '')
+                       || coalesce(', notify by ' || strftime(t.notification_due, '%Y-%m-%d'), ''),
+                       '; ' ORDER BY t.threshold_flop)
+                       FILTER (WHERE t.applies)
+            FROM marts.model_compute AS m
+            LEFT JOIN marts.model_compute_thresholds AS t USING (model_name)
+            GROUP BY ALL
+            ORDER BY m.cumulative_compute_flop DESC NULLS LAST, m.model_name
+            """
+        ).fetchall()
+    return rows
+
+
 def _rows(con: Any, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     cursor = con.execute(sql, params)
     names = [d[0] for d in cursor.description]

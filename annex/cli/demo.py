@@ -307,29 +307,9 @@ def _print_compute(settings: Settings) -> list[str]:
     from rich.table import Table
 
     from reports.numbers import terse
-    from warehouse import Warehouse
+    from services.compute import compute_overview
 
-    with Warehouse(settings.warehouse).reader() as con:
-        rows = con.execute(
-            """
-            SELECT m.model_name, m.cumulative_compute_flop,
-                   array_to_string(m.compute_methods, ' + '), m.energy_mwh_rounded,
-                   string_agg(
-                       CASE t.threshold WHEN 'gpai' THEN '10^23' WHEN 'systemic_risk' THEN '10^25'
-                            ELSE 'modification' END
-                       || ' ' || t.status
-                       || coalesce(' ' || strftime(t.crossed_at, '%Y-%m-%d'), '')
-                       || coalesce(' (projected ' || strftime(t.projected_crossing_at, '%Y-%m-%d')
-                                   || ')', '')
-                       || coalesce(', notify by ' || strftime(t.notification_due, '%Y-%m-%d'), ''),
-                       '; ' ORDER BY t.threshold_flop)
-                       FILTER (WHERE t.applies)
-            FROM marts.model_compute AS m
-            LEFT JOIN marts.model_compute_thresholds AS t USING (model_name)
-            GROUP BY ALL
-            ORDER BY m.cumulative_compute_flop DESC NULLS LAST, m.model_name
-            """
-        ).fetchall()
+    rows = compute_overview(settings)
     table = Table(title="Training compute per model (annex compute --model NAME: bands, gaps)")
     for column in ("model", "FLOP", "method", "MWh", "Article 51"):
         table.add_column(column, overflow="fold")
