@@ -167,8 +167,8 @@ def test_a_failed_load_archives_nothing(
     env: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from annex import attestation as attestation_module
     from annex.errors import WarehouseError
+    from services import attestation as attestation_module
     from warehouse.models import attestation as model_module
 
     config = write_config(tmp_path, issuers)
