@@ -54,15 +54,18 @@ Deterministic: two exports of the same warehouse are byte-identical. Rows are wr
 wall-clock time, only the data cut-off (the end of the latest successful collection), and the
 views that compute "up to now" compute up to that cut-off (``AS_OF_VARIABLE``).
 
-Incremental and idempotent: ``since=DAY`` rewrites the partitions with ``day >= DAY`` plus the
-older partitions holding a row that changed on or after DAY, and every snapshot; everything else
-is untouched. A table whose columns or types differ from the previous manifest's is rewritten
-whole. Without ``since`` every table is rewritten. Each table is written to a hidden staging
-folder first and then moved partition by partition, so a failed export leaves the previous files
-readable. Exports to one DEST must not run concurrently (the Dagster pool or one cron entry keeps
-them apart). Sync DEST to object storage afterwards (``aws s3 sync --delete``, ``rclone sync``,
-``gsutil rsync -d``): annex writes to a local or mounted folder only, because rewriting a
-partition means deleting its old files first, which plain object stores cannot do safely.
+Incremental and idempotent: ``since=DAY`` rewrites the partitions with ``day >= DAY``, the older
+partitions holding a row that changed on or after DAY, those whose row count differs from the
+previous export's (a row that arrived late: an allocation's ``valid_from`` is the pod's
+scheduled time, which can be days before the collection that first saw it), and every snapshot;
+everything else is untouched. A table whose columns or types differ from the previous manifest's
+is rewritten whole. Without ``since`` every table is rewritten. Each table is written to a
+hidden staging folder first and then moved partition by partition, so a failed export leaves the
+previous files readable. Exports to one DEST must not run concurrently (the Dagster pool or one
+cron entry keeps them apart). Sync DEST to object storage afterwards (``aws s3 sync --delete``,
+``rclone sync``, ``gsutil rsync -d``): annex writes to a local or mounted folder only, because
+rewriting a partition means deleting its old files first, which plain object stores cannot do
+safely.
 
 It reads the published copy (``Warehouse.reader()``), so it never blocks a collection. The views
 in ``NOT_EXPORTED`` are left out (they re-derive what is exported).
@@ -187,6 +190,8 @@ class TableExport:
     partitions_written: int
     columns: dict[str, str]
     """The columns in the files and their exported types (partition columns excluded)."""
+    partitions: dict[str, int]
+    """Each partition's path and row count (none for a snapshot)."""
 
 
 @dataclass(frozen=True)
@@ -216,7 +221,7 @@ def export_warehouse(
     dest = Path(dest)
     try:
         dest.mkdir(parents=True, exist_ok=True)
-        previous = _previous_columns(dest)
+        previous = _previous_tables(dest)
         staging_root = dest / STAGING
         shutil.rmtree(staging_root, ignore_errors=True)
         with wh.reader() as con:
@@ -224,7 +229,7 @@ def export_warehouse(
             con.execute(f"SET VARIABLE {AS_OF_VARIABLE} = CAST(? AS TIMESTAMP)", [cutoff])
             plans = [plan_table(con, schema, table, kind) for schema, table, kind in _tables(con)]
             results = [
-                _export_table(con, plan, dest, staging_root, since, previous.get(plan.name))
+                _export_table(con, plan, dest, staging_root, since, previous.get(plan.name, {}))
                 for plan in plans
             ]
             collections = _collection_ids(con)
@@ -280,6 +285,17 @@ def plan_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, kind: st
     return TablePlan(schema, table, kind, day_from, "cluster" in types, changes, columns)
 
 
+def duckdb_source(dest: str | os.PathLike[str], entry: dict) -> str:
+    """The ``read_parquet(...)`` that reads one table of the manifest back in DuckDB, partition
+    columns typed as the manifest says (``entry`` is the manifest's entry for the table)."""
+    glob = _literal(str(Path(dest) / entry["path"] / "**" / "*.parquet"))
+    types = entry["partition_types"]
+    if not types:
+        return f"read_parquet('{glob}')"
+    named = ", ".join(f"'{column}': '{kind}'" for column, kind in types.items())
+    return f"read_parquet('{glob}', hive_partitioning = true, hive_types = {{{named}}})"
+
+
 def exported_type(duckdb_type: str) -> str:
     """The type a column is written as: unsigned and 128-bit integers as exact signed types."""
     return _TYPE_WORDS.sub(lambda m: _EXACT_TYPES.get(m.group(1) or "", m.group(0)), duckdb_type)
@@ -316,7 +332,7 @@ def _column_types(con: duckdb.DuckDBPyConnection, plan: TablePlan) -> dict[str, 
     return types
 
 
-def _day_sql(plan: TablePlan, column: str) -> str:
+def _day_sql(column: str) -> str:
     return f"CAST({_ident(column)} AS DATE)"
 
 
@@ -326,7 +342,7 @@ def _export_table(
     dest: Path,
     staging_root: Path,
     since: date | None,
-    previous_columns: dict[str, str] | None,
+    previous: dict,
 ) -> TableExport:
     columns = _column_types(con, plan)
     select = ", ".join(
@@ -342,55 +358,76 @@ def _export_table(
         shutil.rmtree(target, ignore_errors=True)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging, target)
-        return TableExport(plan.name, plan.kind, total, total, 0, columns)
+        return TableExport(plan.name, plan.kind, total, total, 0, columns, {})
 
-    whole = since is None or previous_columns != columns
-    partitions = _changed_partitions(con, plan, None if whole else since)
-    for values in partitions:
-        part = _partition_path(plan, values)
-        (staging / part).mkdir(parents=True, exist_ok=True)
-        where = _partition_filter(plan, values)
-        _copy(con, f"SELECT {select} FROM {plan.source} WHERE {where}", staging / part / DATA_FILE)
+    whole = since is None or previous.get("columns") != columns
+    current = _partition_rows(con, plan, since)
+    exported = previous.get("partitions") or {}
+    write = [p for p in current if whole or p.changed or exported.get(p.path) != p.rows]
+    for part in write:
+        (staging / part.path).mkdir(parents=True, exist_ok=True)
+        where = _partition_filter(plan, part.values)
+        query = f"SELECT {select} FROM {plan.source} WHERE {where}"
+        _copy(con, query, staging / part.path / DATA_FILE)
     if whole:
         shutil.rmtree(target, ignore_errors=True)
-    else:
-        for part in _partitions(target, plan.has_cluster):
-            if _day_of(part) >= since:  # type: ignore[operator]
-                shutil.rmtree(target / part)
-    for values in partitions:
-        part = _partition_path(plan, values)
-        shutil.rmtree(target / part, ignore_errors=True)
-        (target / part).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / part, target / part)
+    else:  # a partition whose rows are all gone
+        kept = {p.path for p in current}
+        for old in _partitions(target, plan.has_cluster):
+            if old.as_posix() not in kept:
+                shutil.rmtree(target / old)
+    for part in write:
+        shutil.rmtree(target / part.path, ignore_errors=True)
+        (target / part.path).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / part.path, target / part.path)
     _remove_empty_dirs(target)
-    written = sum(rows for *_, rows in partitions)
-    return TableExport(plan.name, plan.kind, total, written, len(partitions), columns)
+    written = sum(p.rows for p in write)
+    counts = {p.path: p.rows for p in current}
+    return TableExport(plan.name, plan.kind, total, written, len(write), columns, counts)
 
 
-def _changed_partitions(
+@dataclass(frozen=True)
+class _Partition:
+    values: tuple
+    """``(cluster, day)`` or ``(day,)``."""
+    path: str
+    """``cluster=<name>/day=<day>`` or ``day=<day>``."""
+    rows: int
+    changed: bool
+    """A row of it is from or changed on or after ``since``."""
+
+
+def _partition_rows(
     con: duckdb.DuckDBPyConnection, plan: TablePlan, since: date | None
-) -> list[tuple]:
-    """``(cluster, day, rows)`` or ``(day, rows)`` of each partition to write, sorted."""
+) -> list[_Partition]:
+    """Every partition of the table with its row count, sorted.
+
+    An incremental export rewrites those changed since ``since`` and those whose row count
+    differs from the previous export's (a row that arrived late, e.g. a pod seen for the first
+    time with an older scheduled time, lands in an older day)."""
     assert plan.day_from is not None
     keys = ["cluster"] if plan.has_cluster else []
-    day = _day_sql(plan, plan.day_from)
-    having = ""
+    changed = "false"
     if since is not None:
         changed = " OR ".join(
-            f"{_day_sql(plan, c)} >= DATE '{since.isoformat()}'"
+            f"{_day_sql(c)} >= DATE '{since.isoformat()}'"
             for c in (plan.day_from, *plan.change_columns)
         )
-        having = f" HAVING bool_or({changed})"
-    group = ", ".join([*(_ident(k) for k in keys), day])
-    return con.execute(
-        f"SELECT {group}, count(*) FROM {plan.source} GROUP BY ALL{having} ORDER BY ALL"
+    group = ", ".join([*(_ident(k) for k in keys), _day_sql(plan.day_from)])
+    rows = con.execute(
+        f"SELECT {group}, count(*), coalesce(bool_or({changed}), false) FROM {plan.source} "
+        "GROUP BY ALL ORDER BY ALL"
     ).fetchall()
+    return [
+        _Partition(tuple(values), _partition_path(tuple(values)).as_posix(), count, flag)
+        for *values, count, flag in rows
+    ]
 
 
 def _partition_filter(plan: TablePlan, values: tuple) -> str:
     """The rows of one partition; a range on a timestamp so that DuckDB skips row groups."""
     assert plan.day_from is not None
-    *cluster, day, _rows = values
+    *cluster, day = values
     if day is None:
         where = [f"{_ident(plan.day_from)} IS NULL"]
     elif plan.day_from == "day":
@@ -408,9 +445,9 @@ def _partition_filter(plan: TablePlan, values: tuple) -> str:
     return " AND ".join(where)
 
 
-def _partition_path(plan: TablePlan, values: tuple) -> Path:
+def _partition_path(values: tuple) -> Path:
     """``cluster=<name>/day=<day>`` (percent-encoded as Hive does; NULL as Hive's default)."""
-    *cluster, day, _rows = values
+    *cluster, day = values
     parts = [f"cluster={_hive_value(name)}" for name in cluster]
     parts.append(f"day={_hive_value(day.isoformat() if day else None)}")
     return Path(*parts)
@@ -436,11 +473,6 @@ def _partitions(root: Path, has_cluster: bool) -> list[Path]:
     return sorted(p.relative_to(root) for p in root.glob(pattern) if p.is_dir())
 
 
-def _day_of(part: Path) -> date:
-    value = part.name.removeprefix("day=")
-    return date.min if value == "__HIVE_DEFAULT_PARTITION__" else date.fromisoformat(value)
-
-
 def _remove_empty_dirs(root: Path) -> None:
     if not root.is_dir():
         return
@@ -461,16 +493,17 @@ def _collection_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
     ]
 
 
-def _previous_columns(dest: Path) -> dict[str, dict[str, str]]:
-    """Each table's exported columns in the manifest already at ``dest`` (none if unreadable or
-    of an older format: then every table is rewritten whole)."""
+def _previous_tables(dest: Path) -> dict[str, dict]:
+    """Each table's entry in the manifest already at ``dest`` (none if unreadable or of an
+    older format: then every table is rewritten whole)."""
     try:
         manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         return {}
-    return {name: entry.get("columns") for name, entry in manifest.get("tables", {}).items()}
+    tables = manifest.get("tables")
+    return tables if isinstance(tables, dict) else {}
 
 
 def _write_manifest(
@@ -502,6 +535,7 @@ def _write_manifest(
                 "rows": r.rows,
                 "rows_written": r.rows_written,
                 "partitions_written": r.partitions_written,
+                "partitions": r.partitions,
             }
             for r in results
         },

@@ -13,11 +13,14 @@ from annex.settings import Settings
 def register(commands: Any) -> None:
     export = commands.add_parser(
         "export",
-        help="write every core and marts table as Parquet partitioned by cluster and day",
+        help="write every core and marts table as Parquet that Spark, Trino or DuckDB read",
         description=(
-            "Export the published copy's core and marts tables to DEST/<schema>/<table>/"
-            "cluster=<name>/day=<day>/ as Parquet that Spark, Trino or DuckDB read; sync DEST "
-            "to object storage afterwards. Reruns are idempotent."
+            "Export the published copy's core and marts tables as Parquet that Spark, Trino "
+            "or DuckDB read: history tables to DEST/<schema>/<table>/cluster=<name>/day=<day>/ "
+            "(the day of each table's own time column), the others as one current snapshot "
+            "DEST/<schema>/<table>/data_0.parquet; DEST/_annex_export.json lists each table's "
+            "layout. Sync DEST to object storage afterwards. Two exports of one warehouse are "
+            "byte-identical."
         ),
     )
     export.add_argument(
@@ -36,9 +39,12 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
     result = export_warehouse(Warehouse(settings.warehouse), args.dest, since=args.since)
     for table in result.tables:
-        print(
-            f"{table.name}: {table.rows_written:,} of {table.rows:,} rows written "
-            f"({table.partitions_written} partitions, day: {table.rule})"
+        layout = (
+            f"{table.partitions_written} partitions" if table.kind == "partitioned" else "snapshot"
         )
-    print(f"exported to {result.dest} (manifest: {result.manifest})")
+        print(f"{table.name}: {table.rows_written:,} of {table.rows:,} rows written ({layout})")
+    cutoff = (
+        f" (data up to {result.data_cutoff:%Y-%m-%d %H:%M:%S} UTC)" if result.data_cutoff else ""
+    )
+    print(f"exported to {result.dest}{cutoff}; manifest: {result.manifest}")
     return 0
