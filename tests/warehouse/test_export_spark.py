@@ -147,3 +147,18 @@ def test_spark_aggregates_equal_duckdb(exported, spark) -> None:
 
     assert expected_capacity and got_capacity == expected_capacity
     assert len(expected_samples) == 2 and got_samples == expected_samples
+
+
+def test_spark_reads_one_partition_with_its_partition_columns(exported, spark) -> None:
+    _, dest = exported
+    manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
+    entry = manifest["tables"]["core.pods"]
+    part, rows = sorted(entry["partitions"].items())[-1]
+    base = str(dest / entry["path"])
+    frame = spark.read.option("basePath", base).parquet(f"{base}/{part}")
+    cluster, day = (value.split("=", 1)[1] for value in part.split("/"))
+
+    assert frame.count() == rows
+    assert {tuple(r) for r in frame.select("cluster", "day").distinct().collect()} == {
+        (cluster, day)
+    }
