@@ -49,10 +49,11 @@ Types are the ones every engine reads: unsigned integers become the next signed 
 and Trino have no unsigned type for), ``HUGEINT`` sums become ``BIGINT`` when every value of the
 column fits (checked at each export) and ``DECIMAL(38,0)`` otherwise, never ``DOUBLE``.
 
-Deterministic: two exports of the same warehouse are byte-identical. Rows are written sorted
-(``ORDER BY ALL``), one file per partition by DuckDB's single-file writer; the manifest holds no
-wall-clock time, only the data cut-off (the end of the latest successful collection), and the
-views that compute "up to now" compute up to that cut-off (``AS_OF_VARIABLE``).
+Deterministic: two exports of the same warehouse are byte-identical. Rows are written sorted (by
+``SORT_FIRST``, then every column), one file per partition by DuckDB's single-file writer; the
+manifest holds no wall-clock time, only the data cut-off (the end of the latest successful
+collection), and the views that compute "up to now" compute up to that cut-off
+(``AS_OF_VARIABLE``).
 
 Incremental and idempotent: ``since=DAY`` rewrites the partitions with ``day >= DAY``, the older
 partitions holding a row that changed on or after DAY, those whose row count differs from the
@@ -104,6 +105,11 @@ FACT_TIME = {
 }
 """Fact tables without a ``day`` column, and the time column whose day partitions them: a time
 that is set when the row is loaded and never changes afterwards."""
+
+SORT_FIRST = {("core", "gpu_telemetry_samples"): ("series_id", "ts")}
+"""Columns a table's rows are sorted by first (then by every column, for a total order). Each
+series' samples side by side compress to half the size of samples sorted by time (8 MB instead
+of 20 MB for the demo's 5.2 million)."""
 
 AS_OF_VARIABLE = "as_of"
 """The DuckDB variable a view reads instead of the clock: ``coalesce(getvariable('as_of'),
@@ -354,7 +360,9 @@ def _export_table(
     target = dest / plan.schema / plan.table
     if plan.day_from is None:
         staging.mkdir(parents=True, exist_ok=True)
-        _copy(con, f"SELECT {select} FROM {plan.source}", staging / DATA_FILE)
+        _copy(
+            con, f"SELECT {select} FROM {plan.source}", _order(plan, columns), staging / DATA_FILE
+        )
         shutil.rmtree(target, ignore_errors=True)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging, target)
@@ -368,7 +376,7 @@ def _export_table(
         (staging / part.path).mkdir(parents=True, exist_ok=True)
         where = _partition_filter(plan, part.values)
         query = f"SELECT {select} FROM {plan.source} WHERE {where}"
-        _copy(con, query, staging / part.path / DATA_FILE)
+        _copy(con, query, _order(plan, columns), staging / part.path / DATA_FILE)
     if whole:
         shutil.rmtree(target, ignore_errors=True)
     else:  # a partition whose rows are all gone
@@ -457,11 +465,18 @@ def _hive_value(value: str | None) -> str:
     return "__HIVE_DEFAULT_PARTITION__" if value is None else quote(value, safe="-_.~")
 
 
-def _copy(con: duckdb.DuckDBPyConnection, query: str, path: Path) -> None:
+def _order(plan: TablePlan, columns: dict[str, str]) -> str:
+    """A total order of the written rows: ``SORT_FIRST``, then every column."""
+    first = SORT_FIRST.get((plan.schema, plan.table), ())
+    return ", ".join(_ident(c) for c in (*first, *(c for c in columns if c not in first)))
+
+
+def _copy(con: duckdb.DuckDBPyConnection, query: str, order: str, path: Path) -> None:
     """One Parquet file, rows sorted: DuckDB's single-file writer keeps that order, so the bytes
     depend only on the rows."""
     con.execute(
-        f"COPY ({query} ORDER BY ALL) TO '{_literal(str(path))}' (FORMAT parquet, COMPRESSION zstd)"
+        f"COPY ({query} ORDER BY {order}) TO '{_literal(str(path))}' "
+        "(FORMAT parquet, COMPRESSION zstd)"
     )
 
 

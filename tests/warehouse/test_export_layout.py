@@ -208,5 +208,7 @@ def test_views_count_up_to_the_data_cutoff_not_the_clock() -> None:
         code = re.sub(r"COMMENT ON .*?;", "", code, flags=re.S)
         if as_of in code:
             readers.append(path.name)
-        assert not clock.search(code.replace(as_of, "")), f"{path.name} reads the clock"
+        assert not clock.search(code.replace(as_of, "")), (
+            f"{path.name} reads the clock: read it as {as_of} (warehouse/marts/README.md)"
+        )
     assert "kubernetes_api_latency.sql" in readers
