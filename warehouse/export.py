@@ -104,7 +104,8 @@ FACT_TIME = {
     ("core", "gpu_benchmark_pods"): "read_at",
 }
 """Fact tables without a ``day`` column, and the time column whose day partitions them: a time
-that is set when the row is loaded and never changes afterwards."""
+of the row that never changes once it is loaded (a row loaded late for an older day changes
+that day's row count, which an incremental export notices)."""
 
 SORT_FIRST = {("core", "gpu_telemetry_samples"): ("series_id", "ts")}
 """Columns a table's rows are sorted by first (then by every column, for a total order). Each
@@ -240,6 +241,7 @@ def export_warehouse(
             ]
             collections = _collection_ids(con)
         shutil.rmtree(staging_root, ignore_errors=True)
+        _remove_dropped(dest, previous, {plan.name for plan in plans})
         manifest = _write_manifest(
             dest, since, cutoff, plans, results, collections, wh.published_path
         )
@@ -506,6 +508,15 @@ def _collection_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
             "ORDER BY started_at, collection_id"
         ).fetchall()
     ]
+
+
+def _remove_dropped(dest: Path, previous: dict[str, dict], exported: set[str]) -> None:
+    """Remove the folders of tables the previous export had and the warehouse no longer has (a
+    view dropped or renamed), so that a reader of DEST never finds a table annex left behind."""
+    for name in sorted(set(previous) - exported):
+        schema, _, table = name.partition(".")
+        if schema in SCHEMAS and table and "/" not in table and not table.startswith("."):
+            shutil.rmtree(dest / schema / table, ignore_errors=True)
 
 
 def _previous_tables(dest: Path) -> dict[str, dict]:

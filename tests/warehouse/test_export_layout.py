@@ -195,6 +195,14 @@ def test_integer_columns_stay_exact_integers(two_days: TwoDays, tmp_path: Path) 
         exact = pa.types.is_signed_integer(kind) or (pa.types.is_decimal(kind) and kind.scale == 0)
         assert exact, f"{table}.{column} ({data_type}) is written as {kind}"
 
+    # a table dropped from the warehouse leaves the export with its folder
+    with wh.writer() as con:
+        con.execute("DROP TABLE core.export_integers")
+    wh.publish()
+    export_warehouse(wh, dest, since=DAY_TWO.date())
+    assert "core.export_integers" not in _manifest(dest)["tables"]
+    assert not (dest / probe["path"]).exists()
+
 
 def test_views_count_up_to_the_data_cutoff_not_the_clock() -> None:
     """A view that reads the clock reads the export's cut-off first, so its figures are the
