@@ -27,7 +27,10 @@ def register(commands: Any) -> None:
         "--since",
         metavar="DAY",
         type=iso_day,
-        help="rewrite only partitions from DAY (YYYY-MM-DD) on, plus older ones with changes",
+        help=(
+            "rewrite only partitions from DAY (YYYY-MM-DD) on, older ones with changed or "
+            "late rows, and the snapshots"
+        ),
     )
     export.add_argument("dest", type=Path, metavar="DEST", help="local or mounted folder")
     export.set_defaults(run=cmd_export)
@@ -40,7 +43,9 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     result = export_warehouse(Warehouse(settings.warehouse), args.dest, since=args.since)
     for table in result.tables:
         layout = (
-            f"{table.partitions_written} partitions" if table.kind == "partitioned" else "snapshot"
+            f"{table.partitions_written} partition{'' if table.partitions_written == 1 else 's'}"
+            if table.kind == "partitioned"
+            else "snapshot"
         )
         print(f"{table.name}: {table.rows_written:,} of {table.rows:,} rows written ({layout})")
     cutoff = (
