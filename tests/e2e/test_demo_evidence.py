@@ -7,15 +7,13 @@ telemetry-only)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from tests.e2e.test_cli import _clean_env
+from tests.e2e.demo import run_demo
 from tests.unit.fleet_invariants import groupings_checked, violations
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -35,30 +33,16 @@ STATUSES = """
 MEASURED = "SELECT model_name, own_compute_flop, energy_mwh FROM marts.model_compute"
 
 
-def _demo(folder: Path) -> None:
-    env = {**_clean_env(), "ANNEX_WAREHOUSE": str(folder / "annex.duckdb")}
-    demo = subprocess.run(
-        [sys.executable, "-m", "annex", "demo", "--nodes", "40", "--out", str(folder / "d")],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert demo.returncode == 0, demo.stderr
-
-
 @pytest.fixture(scope="module")
-def demo_twice(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict]]:
-    folder = tmp_path_factory.mktemp("demo")
-    _demo(folder)
+def demo_twice(demo_folder: Path) -> Iterator[tuple[Path, dict]]:
+    folder = demo_folder
     with duckdb.connect(str(folder / "annex.duckdb"), read_only=True) as con:
         first = {
             "exact": con.execute(EXACT).fetchall(),
             "statuses": con.execute(STATUSES).fetchall(),
             "measured": {n: (c, e) for n, c, e in con.execute(MEASURED).fetchall()},
         }
-    _demo(folder)
+    run_demo(folder)
     yield folder, first
 
 

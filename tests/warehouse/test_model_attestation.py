@@ -48,6 +48,7 @@ def _at(day: date, hour: int) -> datetime:
     return datetime(day.year, day.month, day.day) + timedelta(hours=hour)
 
 
+NOW = _at(D, 30)
 RUNS = [
     # run_id, model, stage, counted, running, job, first, last, gpu_hours, declared
     ("A", "m", "pretraining", True, False, "job-a", _at(D, 0), _at(D, 10), 30.0, None),
@@ -83,14 +84,13 @@ def hand_worked(tmp_path: Path) -> Warehouse:
                 "first_allocation_at, last_allocation_at, gpu_hours, declared_gpu_hours, "
                 "refreshed_at) VALUES (?, ?, 'registry_job', 'PRETRAINING', ?, ?, ?, 'c', "
                 "'team', ?, 3, 0, ?, ?, ?, ?, ?)",
-                [run_id, model, stage, counted, running, job, first, last, hours, declared]
-                + [_at(D, 30)],
+                [run_id, model, stage, counted, running, job, first, last, hours, declared, NOW],
             )
         for day, node, job, *hours in COVERAGE:
             con.execute(
                 "INSERT INTO marts.attestation_gpu_hours VALUES "
                 "('c', ?, ?, 'team', ?, NULL, ?, ?, ?, ?, ?, ?)",
-                [day, node, job, *hours, _at(D, 30)],
+                [day, node, job, *hours, NOW],
             )
     wh.publish()
     return wh
