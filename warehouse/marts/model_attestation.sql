@@ -125,6 +125,6 @@ COMMENT ON COLUMN marts.model_attestation.unattested_share IS
 COMMENT ON COLUMN marts.model_attestation.unknown_share IS
     'unknown / gpu_hours: how much could not be judged.';
 COMMENT ON COLUMN marts.model_attestation.coverage_gpu_hours IS
-    'GPU-hours marts.attestation_gpu_hours split for the Job in the days the run held GPUs: the basis of the buckets. Equal to gpu_hours for a finished run; for a running one the coverage counts open holdings up to the last inventory snapshot and the compute up to its refresh or [compute] as_of, and the buckets are scaled to gpu_hours. NULL when the coverage has not split any.';
+    'GPU-hours marts.attestation_gpu_hours split for the Job in the days the run held GPUs: the basis of the buckets. Equal to gpu_hours but where the two count open holdings to different horizons (the coverage up to the last inventory snapshot, the compute up to its refresh or [compute] as_of): then the buckets are scaled to gpu_hours, their shares unchanged. NULL when the coverage has not split any.';
 COMMENT ON COLUMN marts.model_attestation.declared_gpu_hours IS
     'GPU-hours the run''s producer declared for a run the inventory never saw: no attestation can cover them, so they are outside the split.';
