@@ -62,7 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Settings: annex.toml (see annex.example.toml); ANNEX_WAREHOUSE sets the warehouse.",
     )
-    parser.add_argument("--version", action="version", version=f"annex {__version__}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"annex {__version__}",
+        help="print annex's version and exit",
+    )
     parser.add_argument(
         "--config", metavar="PATH", help="settings file (default: $ANNEX_CONFIG or ./annex.toml)"
     )

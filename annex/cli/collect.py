@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from annex.cli.arguments import iso_time, positive_int
+from annex.cli.counts import plural
+from annex.cli.hints import annex_command
 from annex.errors import ConfigError
 from annex.settings import ClusterSettings, Settings
 
@@ -216,7 +218,7 @@ def _targets_named(args: argparse.Namespace, settings: Settings) -> list[Cluster
     if not settings.clusters:
         raise ConfigError(
             f"no [[clusters]] in {settings.source}",
-            hint="add one (see annex.example.toml) or try `annex demo`",
+            hint=f"add one (see annex.example.toml) or try `{annex_command('demo')}`",
         )
     return list(settings.clusters)
 
@@ -269,7 +271,7 @@ def _attestation_cluster(args: argparse.Namespace, settings: Settings) -> str:
         "which cluster sent these attestations? "
         + (f"several are configured ({configured})" if configured else "none is configured"),
         hint="pass --cluster NAME: the name its inventory is collected under "
-        "(annex collect cluster), so attestations join with its nodes",
+        f"({annex_command('collect cluster')}), so attestations join with its nodes",
     )
 
 
@@ -335,8 +337,8 @@ def cmd_collect_attestations(args: argparse.Namespace, settings: Settings) -> in
     verdicts = ", ".join(f"{n:,} {v}" for v, n in sorted(stats.verdicts.items())) or "none"
     reasons = ", ".join(f"{r} {n:,}" for r, n in stats.reasons.most_common(8))
     print(
-        f"{stats.files_read:,} files: {stats.submissions:,} submissions, "
-        f"{stats.records:,} tokens ({verdicts}{'; ' + reasons if reasons else ''}), "
+        f"{plural(stats.files_read, 'file')}: {plural(stats.submissions, 'submission')}, "
+        f"{plural(stats.records, 'token')} ({verdicts}{'; ' + reasons if reasons else ''}), "
         f"{stats.rejected:,} rejected; {archived}",
         file=sys.stderr,
     )
@@ -370,7 +372,7 @@ def cmd_collect_lineage(args: argparse.Namespace, settings: Settings) -> int:
     _report(outcome.result, "lineage", settings)
     reasons = ", ".join(f"{r} {n:,}" for r, n in stats.reasons.most_common(8))
     print(
-        f"{stats.files_read:,} files: {stats.events:,} events "
+        f"{plural(stats.files_read, 'file')}: {plural(stats.events, 'event')} "
         f"({stats.repeated:,} repeated left out), {stats.rejected:,} rejected"
         f"{' (' + reasons + ')' if reasons else ''}; {archived}",
         file=sys.stderr,
