@@ -23,7 +23,7 @@ NOTE = "expected in the simulated cluster"
 EXPECTED_CHECK_FAILURES = {
     "compute_thresholds_clear": (
         "its largest simulated models are sized to cross the 10^23 FLOP threshold of "
-        "Article 51, so the alert a provider must act on shows (the compute table below)"
+        "Article 51, so the alert a provider must act on shows"
     ),
 }
 """Checks the demo's world fails on purpose -> why. A check failing that is not here is news."""
@@ -77,6 +77,6 @@ def describe_planted(world: object) -> str:
     lines = planted_findings(world)
     if not lines:
         return ""
-    return f"\n{NOTE} (planted by the simulator, not faults of annex):\n" + "\n".join(
+    return f"{NOTE} (planted by the simulator, not faults of annex):\n" + "\n".join(
         f"  - {line}" for line in lines
     )
