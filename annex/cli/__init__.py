@@ -99,11 +99,13 @@ def report_failure(exc: BaseException, *, debug: bool = False) -> int:
     if isinstance(exc, AnnexError):
         if debug:
             log.error("failed", exc_info=exc)
-        print(f"annex: error: {exc.message}", file=sys.stderr)
+        from annex.cli.hints import runnable
+
+        print(f"annex: error: {runnable(exc.message)}", file=sys.stderr)
         for note in getattr(exc, "__notes__", ()):
-            print(f"  note: {note}", file=sys.stderr)
+            print(f"  note: {runnable(note)}", file=sys.stderr)
         if exc.hint:
-            print(f"  hint: {exc.hint}", file=sys.stderr)
+            print(f"  hint: {runnable(exc.hint)}", file=sys.stderr)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         print("annex: interrupted", file=sys.stderr)

@@ -11,7 +11,6 @@ from typing import Any
 
 from annex.cli.arguments import iso_time, positive_int
 from annex.cli.counts import plural
-from annex.cli.hints import annex_command
 from annex.errors import ConfigError
 from annex.settings import ClusterSettings, Settings
 
@@ -218,7 +217,7 @@ def _targets_named(args: argparse.Namespace, settings: Settings) -> list[Cluster
     if not settings.clusters:
         raise ConfigError(
             f"no [[clusters]] in {settings.source}",
-            hint=f"add one (see annex.example.toml) or try `{annex_command('demo')}`",
+            hint="add one (see annex.example.toml) or try `annex demo`",
         )
     return list(settings.clusters)
 
@@ -271,7 +270,7 @@ def _attestation_cluster(args: argparse.Namespace, settings: Settings) -> str:
         "which cluster sent these attestations? "
         + (f"several are configured ({configured})" if configured else "none is configured"),
         hint="pass --cluster NAME: the name its inventory is collected under "
-        f"({annex_command('collect cluster')}), so attestations join with its nodes",
+        "(`annex collect cluster`), so attestations join with its nodes",
     )
 
 

@@ -37,3 +37,15 @@ def next_steps(*arguments: str) -> str:
     """The "next:" block that closes a command's output, one runnable command a line."""
     prefix = annex_prefix()
     return "next: " + "\n      ".join(f"{prefix} {a}" for a in arguments)
+
+
+def runnable(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """``text`` with every command quoted as `` `annex ...` `` spelt as the reader runs it.
+
+    Errors raised below the CLI (services, warehouse) suggest commands in backquotes without
+    knowing how annex was started; the CLI passes their messages and hints through this.
+    """
+    prefix = annex_prefix(environ)
+    if prefix == "annex":
+        return text
+    return text.replace("`annex ", f"`{prefix} ")

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annex.cli.counts import plural
-from annex.cli.hints import annex_command
 from annex.errors import ConfigError
 from annex.settings import Settings
 
@@ -50,7 +49,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError(
             f"no clusters are configured (settings: {settings.source})",
             hint="add a [[clusters]] entry (name, kubeconfig, context) to annex.toml, see "
-            f"annex.example.toml; or try `{annex_command('demo')}` against a simulated cluster",
+            "annex.example.toml; or try `annex demo` against a simulated cluster",
         )
     configured = [c.name for c in settings.clusters]
     names = list(dict.fromkeys(args.clusters or configured))

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from annex.cli.counts import plural
-from annex.cli.hints import annex_command
 from annex.settings import Settings
 
 
@@ -46,11 +45,8 @@ def cmd_spdx(args: argparse.Namespace, settings: Settings) -> int:
         except LookupError as exc:
             raise QueryError(
                 str(exc),
-                hint="list the models with: "
-                + annex_command(
-                    "sql -c 'SELECT model_name, model_version_id, created_at "
-                    "FROM marts.lineage_models ORDER BY 1, 3'"
-                ),
+                hint="list the models with: `annex sql -c 'SELECT model_name, model_version_id, "
+                "created_at FROM marts.lineage_models ORDER BY 1, 3'`",
             ) from None
     text = spdx_json(document)
     if str(args.output) == "-":
