@@ -98,8 +98,8 @@ class WarehouseSettings:
     """DuckDB's ``memory_limit`` for every connection annex opens, as DuckDB spells it (``"4GB"``,
     ``"2GiB"``, ``"50%"`` of RAM); past it DuckDB spills to a ``.tmp`` folder beside the file
     instead of growing. None: DuckDB's default, 80% of RAM, which a shared machine may not
-    have to spare (a 200,000-event lineage collection peaks at 5.9 GB unlimited, 3.3 GB with
-    ``"2GB"``)."""
+    have to spare (how much a large collection takes, with and without a cap: deploy/RUNBOOK.md,
+    Memory)."""
 
     @property
     def resolved_published_path(self) -> Path:

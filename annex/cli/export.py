@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from annex.cli.arguments import iso_day
+from annex.cli.counts import plural
 from annex.settings import Settings
 
 
@@ -37,8 +38,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     result = export_warehouse(Warehouse(settings.warehouse), args.dest, since=args.since)
     for table in result.tables:
         print(
-            f"{table.name}: {table.rows_written:,} of {table.rows:,} rows written "
-            f"({table.partitions_written} partitions, day: {table.rule})"
+            f"{table.name}: {table.rows_written:,} of {plural(table.rows, 'row')} written "
+            f"({plural(table.partitions_written, 'partition')}, day: {table.rule})"
         )
     print(f"exported to {result.dest} (manifest: {result.manifest})")
     return 0
