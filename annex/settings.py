@@ -98,8 +98,8 @@ class WarehouseSettings:
     """DuckDB's ``memory_limit`` for every connection annex opens, as DuckDB spells it (``"4GB"``,
     ``"2GiB"``, ``"50%"`` of RAM); past it DuckDB spills to a ``.tmp`` folder beside the file
     instead of growing. None: DuckDB's default, 80% of RAM, which a shared machine may not
-    have to spare (a 200,000-event lineage collection peaks at 5.9 GB unlimited, 3.3 GB with
-    ``"2GB"``)."""
+    have to spare (how much a large collection takes, with and without a cap: deploy/RUNBOOK.md,
+    Memory)."""
 
     @property
     def resolved_published_path(self) -> Path:
@@ -156,6 +156,10 @@ class TelemetrySettings:
     request_timeout_seconds: float = 30.0
     max_response_bytes: int = 512 * 1024 * 1024
     """A response larger than this is refused rather than read into memory."""
+    window_end: datetime | None = None
+    """Read the window ending at this moment (UTC, rounded down to the step) instead of now:
+    for a backfill, or for reading the evidence of a given moment again; ``annex demo`` sets
+    its simulated world's present, so a rerun reads the same samples. None: now."""
 
 
 @dataclass(frozen=True)
@@ -683,6 +687,7 @@ def _validate(
         max_response_bytes=tel.number(
             "max_response_bytes", int, 512 * 1024 * 1024, minimum=1024, maximum=1 << 36
         ),
+        window_end=_utc_moment(tel, "window_end"),
     )
     tel.finish()
 

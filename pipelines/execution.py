@@ -241,7 +241,9 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
     lines.append(f"priority_classes = {_toml(k8s.balloons.priority_classes)}")
     for section, values in (("telemetry", settings.telemetry), ("gpubench", settings.gpubench)):
         lines += ["", f"[{section}]"]
-        lines += [f"{key} = {_toml(value)}" for key, value in vars(values).items()]
+        lines += [
+            f"{key} = {_toml(value)}" for key, value in vars(values).items() if value is not None
+        ]
     for name, levels in settings.topology_profiles.items():
         if TOPOLOGY_PRESETS.get(name) != levels:
             lines += ["", f"[topology.profiles.{_toml(name)}]", f"levels = {_toml(levels)}"]

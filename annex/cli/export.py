@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from annex.cli.arguments import iso_day
+from annex.cli.counts import plural
 from annex.settings import Settings
 
 
@@ -42,12 +43,13 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
     result = export_warehouse(Warehouse(settings.warehouse), args.dest, since=args.since)
     for table in result.tables:
-        layout = (
-            f"{table.partitions_written} partition{'' if table.partitions_written == 1 else 's'}"
-            if table.kind == "partitioned"
-            else "snapshot"
+        layout = plural(table.partitions_written, "partition")
+        if table.kind == "snapshot":
+            layout = "snapshot"
+        print(
+            f"{table.name}: {table.rows_written:,} of {plural(table.rows, 'row')} written "
+            f"({layout})"
         )
-        print(f"{table.name}: {table.rows_written:,} of {table.rows:,} rows written ({layout})")
     cutoff = (
         f" (data up to {result.data_cutoff:%Y-%m-%d %H:%M:%S} UTC)" if result.data_cutoff else ""
     )
