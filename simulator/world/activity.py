@@ -191,9 +191,14 @@ def device_plugin_assignments(world: World) -> list[tuple[dict, Gpu]]:
     """(pod, physical GPU) for each device the device plugin gave a pod, by the rules above.
 
     One entry per device: a pod holding three MIG devices of one GPU appears three times.
+    Computed once per world (cached beside the activity).
     Nodes whose GPUs are shared (`world.gpu_sharing`) are left out: their pods hold replicas,
     recorded in `world.feature_holdings`.
     """
+    return _cached(world, "assignments", _assignments)
+
+
+def _assignments(world: World) -> list[tuple[dict, Gpu]]:
     by_node: dict[str, list[Gpu]] = {}
     for gpu in world.gpus:
         by_node.setdefault(gpu.node, []).append(gpu)

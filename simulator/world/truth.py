@@ -21,12 +21,26 @@ borrowing limit, GPUs used and borrowed. Both empty unless the world was built w
 
 from __future__ import annotations
 
+import gc
+
 from simulator.world.activity import device_plugin_assignments
 from simulator.world.model import GpuHolding, QueuedWorkload, QueueQuota, World
 
 
 def gpu_holdings(world: World) -> list[GpuHolding]:
     """Every pod's hold on every physical GPU, sorted by (node, GPU UUID, namespace, pod)."""
+    # tens of thousands of small objects beside the world's millions of dicts: the cyclic GC
+    # would rescan the world many times over (as in build_world), so it pauses meanwhile
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _holdings(world)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _holdings(world: World) -> list[GpuHolding]:
     per_gpu = {gpu.uuid: max(1, len(gpu.mig_devices)) for gpu in world.gpus}
     merged: dict[tuple[str, str, str], GpuHolding] = {}
     for pod, gpu in device_plugin_assignments(world):
