@@ -19,9 +19,11 @@ from kubernetes import client
 from simulator.world import build_world
 from simulator.world.features import FEATURES, extra_nodes, feature_pools
 from simulator.world.truth import gpu_holdings, queue_quotas, queued_workloads
+from simulator.world.workloads import gpu_need
 
 ALL = frozenset(FEATURES)
 NODES = 60
+HAMI_ONLY = ("nvidia.com/gpucores", "nvidia.com/gpumem")
 SEED = 4
 
 
@@ -434,3 +436,48 @@ def test_workloads_agree_with_jobs_and_pods(world):
     evicted = next(c for c in preempted["status"]["conditions"] if c["type"] == "Evicted")
     assert evicted["status"] == "True" and evicted["reason"] == "Preempted"
     assert "admission" not in preempted["status"]
+
+
+# ---- the world's usual invariants hold with the features on ---------------------------------
+
+
+def test_names_uids_versions_unique_and_no_node_over_allocated(world):
+    everything = [o for items in world.objects().values() for o in items]
+    uids = [o["metadata"]["uid"] for o in everything]
+    assert len(uids) == len(set(uids))
+    for plural, items in world.objects().items():
+        keys = [(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in items]
+        assert len(keys) == len(set(keys)), plural
+    for item in everything:
+        assert "kind" not in item and "apiVersion" not in item
+        assert item["metadata"]["annotations"]["simulator.annex.dev/simulated"] == "true"
+    allocatable = {n["metadata"]["name"]: n["status"]["allocatable"] for n in world.nodes}
+    used: defaultdict[str, Counter] = defaultdict(Counter)
+    for pod in world.pods:
+        node = pod["spec"].get("nodeName")
+        if not node or pod["status"]["phase"] in ("Succeeded", "Failed"):
+            continue
+        need = gpu_need(
+            pod["spec"]["containers"],
+            pod["spec"].get("initContainers", []),
+            pod["spec"].get("overhead"),
+        )
+        # HAMi's gpucores/gpumem are its scheduler's to check, never node resources
+        used[node].update({k: v for k, v in need.items() if k not in HAMI_ONLY})
+    for node, requests in used.items():
+        for resource, amount in requests.items():
+            assert amount <= int(allocatable[node].get(resource, 0)), (node, resource)
+    for node, resources in world.gpu_allocated.items():
+        for resource, amount in resources.items():
+            assert used[node].get(resource, 0) == amount, (node, resource)
+
+
+def test_telemetry_sees_gpus_held_through_claims_and_shares_as_busy(world):
+    from simulator.world.activity import gpu_activity
+
+    roles = {a.gpu.uuid: a for a in gpu_activity(world)}
+    for holding in gpu_holdings(world):
+        if holding.mechanism != "device-plugin":
+            activity = roles[holding.gpu_uuid]
+            assert activity.role not in ("free", "unavailable"), holding
+            assert activity.pod is not None
