@@ -140,11 +140,9 @@ class Kueue:
         placement = self.build.placement
         run_state = {"admitted": "running", "finished": "completed"}.get(state, "queued")
         job = placement._new_job(
-            run_state, size, GPUS_PER_NODE, created + timedelta(seconds=30), FLAVOR
+            run_state, size, GPUS_PER_NODE, created + timedelta(seconds=30), FLAVOR, namespace
         )
         run = job.run
-        # the team's namespace, not the model's: the queue decides where it runs
-        run.namespace = namespace
         job.template_spec["priorityClassName"] = priority
         job.labels[QUEUE_LABEL] = queue
         running = state in ("admitted", "finished")
@@ -167,7 +165,6 @@ class Kueue:
         else:
             run.started = None
         job_obj = self.build.add_job(job)
-        job_obj["metadata"]["namespace"] = namespace
         job_obj["metadata"]["labels"][QUEUE_LABEL] = queue
         if state == "admitted":
             job_obj["status"]["startTime"] = timestamp(admitted + timedelta(seconds=1))
