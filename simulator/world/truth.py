@@ -14,6 +14,10 @@
 - "time-slicing" / "mps": replicas of a shared GPU (1/replicas each); "hami": gpucores/100.
 A GPU's shares never add up to more than 1 (`shares / shares_per_gpu` summed per GPU).
 
+`node_gpus(world)`: per GPU node, its physical GPUs (healthy ones), how many shares it
+advertises and how (`sharing`: "none", "time-slicing", "mps", "hami"; `allocation`:
+"device-plugin" or "dra" for nodes that advertise no GPU extended resource).
+
 `queued_workloads(world)`: each Kueue Workload's state and times (created, admitted,
 evicted, finished); `queue_quotas(world)`: per ClusterQueue and flavor, nominal quota,
 borrowing limit, GPUs used and borrowed. Both empty unless the world was built with "kueue".
@@ -22,9 +26,23 @@ borrowing limit, GPUs used and borrowed. Both empty unless the world was built w
 from __future__ import annotations
 
 import gc
+from dataclasses import dataclass
 
 from simulator.world.activity import device_plugin_assignments
+from simulator.world.features import DRA_POOLS
 from simulator.world.model import GpuHolding, QueuedWorkload, QueueQuota, World
+
+
+@dataclass(frozen=True)
+class NodeGpus:
+    """One GPU node's capacity in physical GPUs and in the shares it advertises."""
+
+    node: str
+    physical_gpus: int
+    healthy_gpus: int
+    shares_per_gpu: int  # 1 unless shared: replicas (time-slicing, MPS) or HAMi's split count
+    sharing: str  # "none" | "time-slicing" | "mps" | "hami"
+    allocation: str  # "device-plugin" | "dra"
 
 
 def gpu_holdings(world: World) -> list[GpuHolding]:
@@ -61,6 +79,23 @@ def _holdings(world: World) -> list[GpuHolding]:
     return holdings
 
 
+def node_gpus(world: World) -> dict[str, NodeGpus]:
+    """Node name -> its GPUs, for every node with at least one GPU."""
+    physical: dict[str, int] = {}
+    healthy: dict[str, int] = {}
+    for gpu in world.gpus:
+        physical[gpu.node] = physical.get(gpu.node, 0) + 1
+        healthy[gpu.node] = healthy.get(gpu.node, 0) + int(gpu.healthy)
+    result = {}
+    for node, count in physical.items():
+        sharing, shares = world.gpu_sharing.get(node, ("none", 1))
+        dra = world.node_pools.get(node) in DRA_POOLS
+        result[node] = NodeGpus(
+            node, count, healthy[node], shares, sharing, "dra" if dra else "device-plugin"
+        )
+    return result
+
+
 def queued_workloads(world: World) -> list[QueuedWorkload]:
     return list(world.queued_workloads)
 
@@ -69,4 +104,4 @@ def queue_quotas(world: World) -> list[QueueQuota]:
     return list(world.queue_quotas)
 
 
-__all__ = ["gpu_holdings", "queue_quotas", "queued_workloads"]
+__all__ = ["NodeGpus", "gpu_holdings", "node_gpus", "queue_quotas", "queued_workloads"]

@@ -18,7 +18,7 @@ from kubernetes import client
 
 from simulator.world import build_world
 from simulator.world.features import FEATURES, extra_nodes, feature_pools
-from simulator.world.truth import gpu_holdings, queue_quotas, queued_workloads
+from simulator.world.truth import gpu_holdings, node_gpus, queue_quotas, queued_workloads
 from simulator.world.workloads import gpu_need
 
 ALL = frozenset(FEATURES)
@@ -481,3 +481,24 @@ def test_telemetry_sees_gpus_held_through_claims_and_shares_as_busy(world):
             activity = roles[holding.gpu_uuid]
             assert activity.role not in ("free", "unavailable"), holding
             assert activity.pod is not None
+
+
+def test_node_gpus_separate_physical_gpus_from_advertised_shares(world):
+    nodes = {n["metadata"]["name"]: n for n in world.nodes}
+    seen = set()
+    for name, gpus in node_gpus(world).items():
+        allocatable = nodes[name]["status"]["allocatable"]
+        seen.add((gpus.allocation, gpus.sharing))
+        if gpus.allocation == "dra":
+            assert "nvidia.com/gpu" not in allocatable and gpus.shares_per_gpu == 1
+        elif gpus.sharing != "none":
+            assert int(allocatable["nvidia.com/gpu"]) == gpus.physical_gpus * gpus.shares_per_gpu
+    assert {
+        ("dra", "none"),
+        ("device-plugin", "none"),
+        ("device-plugin", "time-slicing"),
+        ("device-plugin", "mps"),
+        ("device-plugin", "hami"),
+    } <= seen
+    sliced = next(g for g in node_gpus(world).values() if g.sharing == "time-slicing")
+    assert (sliced.physical_gpus, sliced.physical_gpus * sliced.shares_per_gpu) == (8, 32)
