@@ -166,7 +166,9 @@ def resolve_job(
     if selection is None:
         return _quietly(lambda: defs.resolve_job_def(name or inventory_job.name))
     try:
-        job = dg.define_asset_job(SELECTED_JOB, selection=dg.AssetSelection.from_string(selection))
+        # (the warehouse's tables are external assets in the catalog: a job runs their writers)
+        chosen = dg.AssetSelection.from_string(selection).materializable()
+        job = dg.define_asset_job(SELECTED_JOB, selection=chosen)
         return _quietly(
             lambda: dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(
                 SELECTED_JOB
@@ -174,7 +176,9 @@ def resolve_job(
         )
     except Exception as exc:  # Dagster raises several kinds for bad syntax or empty selections
         assets = ", ".join(
-            sorted(key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys())
+            sorted(
+                key.to_user_string() for key in defs.resolve_asset_graph().materializable_asset_keys
+            )
         )
         raise ConfigError(
             f"--select {selection!r} selects nothing runnable ({_first_line(exc)}); "
