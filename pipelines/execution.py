@@ -141,17 +141,20 @@ def ensure_partitions(instance: dg.DagsterInstance, names: Sequence[str]) -> Non
 
 
 @contextmanager
-def temporary_partition(instance: dg.DagsterInstance, name: str) -> Iterator[None]:
-    """A ``clusters`` partition for the length of a run, e.g. the demo's simulated cluster.
+def cluster_partition(instance: dg.DagsterInstance, name: str) -> Iterator[None]:
+    """A ``clusters`` partition for a run (e.g. the demo's simulated cluster), kept afterwards.
 
-    Removed afterwards (its runs stay in the history) so that the hourly schedule of a
-    persistent instance does not try to collect a cluster that no longer exists.
+    Kept so that ``make dev`` after ``make demo`` shows the demo cluster's partition with its
+    materialisations in the instance the demo recorded its runs in. The hourly schedules are
+    stopped by default; turned on, they would try to collect the demo cluster once its
+    simulator is gone, and the run-failure sensor would record that gap as it should.
     """
     ensure_partitions(instance, [name])
-    try:
-        yield
-    finally:
-        instance.delete_dynamic_partition(CLUSTERS_PARTITIONS_NAME, name)
+    yield
+
+
+temporary_partition = cluster_partition
+"""The former name (the partition was removed after the run), which ``annex demo`` imports."""
 
 
 def resolve_job(
