@@ -11,6 +11,7 @@ import dagster as dg
 
 from pipelines.defs import attestation, cluster_state, gpu_evidence, lineage
 from pipelines.defs import compute as compute_defs
+from pipelines.defs import export as export_defs
 from pipelines.defs import reports as report_defs
 from pipelines.defs import watch as watch_defs
 from pipelines.defs.catalog import catalogued
@@ -33,6 +34,7 @@ def build_defs(config_path: str | None = None) -> dg.Definitions:
         compute_defs.defs,
         report_defs.defs,
         watch_defs.defs,
+        export_defs.defs,
     )
     return dg.Definitions.merge(
         catalogued(sources), dg.Definitions(resources=build_resources(config_path))

@@ -255,6 +255,8 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
     lines += _attestation_lines(settings)
     lines += _lineage_lines(settings)
     lines += ["", "[models]", f"dir = {_toml(settings.models.dir.absolute())}"]
+    if settings.export.dir is not None:
+        lines += ["", "[export]", f"dir = {_toml(settings.export.dir.absolute())}"]
     lines += ["", "[compute]"]
     lines += [
         f"{key} = {_toml(value)}"

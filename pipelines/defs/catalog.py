@@ -57,8 +57,9 @@ SOURCE_AND_LAYER: Mapping[str, tuple[str, str]] = {
     "lineage_events": ("lineage", "core"),
     "lineage_models": ("lineage", "marts"),
     "training_compute": ("compute", "marts"),
+    "parquet_export": ("warehouse", "export"),
 }
-"""The ``source`` (evidence source) and ``layer`` (raw, core, marts, report) tags of each
+"""The ``source`` (evidence source) and ``layer`` (raw, core, marts, report, export) tags of each
 asset; a report asset (``*_report``) is ``reports``/``report``."""
 
 PRIMARY_TABLE: Mapping[str, str] = {

@@ -26,7 +26,7 @@ SOURCES = {
     "reports",
     "warehouse",
 }
-LAYERS = {"raw", "core", "marts", "audit", "report"}
+LAYERS = {"raw", "core", "marts", "audit", "report", "export"}
 
 
 @pytest.fixture(scope="module")
