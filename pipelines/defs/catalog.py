@@ -3,9 +3,10 @@
 Each asset gets its owner, its ``source`` and ``layer`` tags, its freshness where a check
 implies one, and (for an asset that writes a warehouse table) the column schema of that table;
 every relation of the warehouse (``raw``, ``core``, ``marts``, ``audit`` tables and views) is
-also in the catalog as an external asset ``warehouse/<schema>/<name>`` with its columns, its
-comments as descriptions, and a dependency on the asset that writes it. The sources' modules
-declare only what they compute; ``pipelines.definitions`` maps these specs over them.
+also in the catalog as an external asset ``<schema>/<name>`` (group ``warehouse_<schema>``)
+with its columns, its comments as descriptions, and a dependency on the asset that writes it.
+The sources' modules declare only what they compute; ``pipelines.definitions`` maps these
+specs over them.
 
 The column schemas come from the warehouse's own ``COMMENT ON`` statements: a temp warehouse
 is migrated once per process when the definitions load (about a second), the same way
@@ -34,8 +35,8 @@ DEFAULT_OWNER = "team:platform"
 """Who answers for annex's assets in the catalog; a deployment names its own team (or an
 e-mail address) in ``ANNEX_DAGSTER_OWNER``."""
 
-WAREHOUSE_PREFIX = "warehouse"
-"""The first part of a warehouse relation's asset key: ``warehouse/core/nodes``."""
+WAREHOUSE_GROUP = "warehouse_{schema}"
+"""The asset group of a warehouse relation (its key is ``<schema>/<name>``: ``core/nodes``)."""
 
 CATALOGUED_SCHEMAS = ("raw", "core", "marts", "audit")
 """Schemas whose tables and views are external assets (``meta`` is annex's bookkeeping)."""
@@ -164,7 +165,7 @@ def column_schema(relation: Relation) -> dg.TableSchema:
 
 
 def relation_key(relation: Relation) -> dg.AssetKey:
-    return dg.AssetKey([WAREHOUSE_PREFIX, relation.schema, relation.name])
+    return dg.AssetKey([relation.schema, relation.name])
 
 
 def _text(comment: str | None) -> str | None:
@@ -191,7 +192,7 @@ def relation_specs() -> list[dg.AssetSpec]:
                 relation_key(relation),
                 deps=[dg.AssetKey(writer)],
                 description=_text(relation.comment) or f"{relation.kind} {qualified}",
-                group_name=f"{WAREHOUSE_PREFIX}_{relation.schema}",
+                group_name=WAREHOUSE_GROUP.format(schema=relation.schema),
                 kinds={"duckdb", relation.kind},
                 owners=[owner()],
                 tags={"source": source, "layer": relation.schema},

@@ -73,7 +73,7 @@ def test_every_table_asset_has_its_column_schema_with_descriptions(graph) -> Non
 def test_every_warehouse_table_and_view_is_in_the_catalog_after_its_writer(graph) -> None:
     keys = set(graph.get_all_asset_keys())
     for relation in warehouse_relations():
-        key = dg.AssetKey(["warehouse", relation.schema, relation.name])
+        key = dg.AssetKey([relation.schema, relation.name])
         assert key in keys, key
         [parent] = graph.get(key).parent_keys
         assert parent in keys and graph.get(parent).is_materializable, (key, parent)

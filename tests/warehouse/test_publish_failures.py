@@ -64,9 +64,9 @@ def test_a_failure_before_any_publish_gives_a_copy_with_only_the_failure(wh: War
     assert _published(wh, "SELECT status FROM audit.collections") == [("failed",)]
     assert _published(wh, "SELECT count(*) FROM core.things") == [(0,)]
     names = sorted(p.name for p in wh.path.parent.iterdir() if p.is_file())
-    assert names == sorted(
-        {wh.path.name, wh.published_path.name, lock_path_for(wh.path).name}
-    ), names
+    assert names == sorted({wh.path.name, wh.published_path.name, lock_path_for(wh.path).name}), (
+        names
+    )
 
 
 def test_publishing_failures_again_changes_nothing_and_corrects_a_stale_status(
