@@ -26,10 +26,13 @@ def test_the_demo_cluster_keeps_its_materialised_partition(
     home.mkdir()
     shutil.copy(REPO / ".dagster_home" / "dagster.yaml", home / "dagster.yaml")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    with simulated_setup(tmp_path, cluster=CLUSTER, nodes=8, seed=3) as setup:
+    with (
+        simulated_setup(tmp_path, cluster=CLUSTER, nodes=8, seed=3) as setup,
+        dagster_instance() as instance,
+        cluster_partition(instance, CLUSTER),
+    ):
         job = resolve_job(setup.config_path)  # the inventory job, as the demo runs it
-        with dagster_instance() as instance, cluster_partition(instance, CLUSTER):
-            outcome = run_job(job, instance, CLUSTER)
+        outcome = run_job(job, instance, CLUSTER)
     assert outcome.success, outcome.failure
 
     # what `make dev` opens afterwards: a new instance on the same DAGSTER_HOME

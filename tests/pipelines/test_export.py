@@ -30,7 +30,10 @@ def _config(tmp_path: Path, export_dir: Path | None) -> Path:
 
 def test_the_export_job_writes_the_export_to_the_configured_folder(tmp_path: Path) -> None:
     config = _config(tmp_path, tmp_path / "lake")
-    result = dg.materialize([parquet_export], resources=build_resources(str(config)))
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [parquet_export], resources=build_resources(str(config)), instance=instance
+        )
     assert result.success
     manifest = tmp_path / "lake" / "_annex_export.json"
     assert json.loads(manifest.read_text(encoding="utf-8"))["tables"]
@@ -40,11 +43,13 @@ def test_the_export_job_writes_the_export_to_the_configured_folder(tmp_path: Pat
 
 def test_without_a_folder_it_exports_beside_the_warehouse(tmp_path: Path) -> None:
     config = _config(tmp_path, None)
-    result = dg.materialize(
-        [parquet_export],
-        resources=build_resources(str(config)),
-        run_config=dg.RunConfig(ops={"parquet_export": {"config": {}}}),
-    )
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [parquet_export],
+            resources=build_resources(str(config)),
+            run_config=dg.RunConfig(ops={"parquet_export": {"config": {}}}),
+            instance=instance,
+        )
     assert result.success
     assert (tmp_path / "export" / "_annex_export.json").is_file()
 
