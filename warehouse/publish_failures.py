@@ -99,10 +99,8 @@ def _merge_rows(path: Path, names: list[str], rows: list[tuple[object, ...]]) ->
     ``running`` row the crash left); return how many changed."""
     con = duckdb.connect(str(path))
     try:
-        present = {
-            row[0]
-            for row in con.execute("SELECT column_name FROM (DESCRIBE audit.collections)").fetchall()
-        }
+        described = con.execute("DESCRIBE audit.collections").fetchall()
+        present = {row[0] for row in described}
         columns = [n for n in names if n in present]  # an older copy may lack a newer column
         picked = [[row[names.index(c)] for c in columns] for row in rows]
         statuses = dict(
