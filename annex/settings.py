@@ -356,6 +356,17 @@ class ModelRegistrySettings:
 
 
 @dataclass(frozen=True)
+class ExportSettings:
+    """``[export]``: where the Dagster export job writes ``annex export``'s Parquet."""
+
+    dir: Path | None = None
+    """The export folder; None: ``export/`` beside the warehouse file."""
+
+    def resolved_dir(self, warehouse: WarehouseSettings) -> Path:
+        return self.dir if self.dir is not None else Path(warehouse.path).parent / "export"
+
+
+@dataclass(frozen=True)
 class ComputeSettings:
     """``[compute]``: the factors of the training compute and energy figures."""
 
@@ -388,6 +399,7 @@ class Settings:
     serve: ServeSettings = field(default_factory=ServeSettings)
     models: ModelRegistrySettings = field(default_factory=ModelRegistrySettings)
     compute: ComputeSettings = field(default_factory=ComputeSettings)
+    export: ExportSettings = field(default_factory=ExportSettings)
     topology_profiles: Mapping[str, tuple[tuple[str, ...], ...]] = field(
         default_factory=lambda: dict(TOPOLOGY_PRESETS)
     )
@@ -720,6 +732,7 @@ def _validate(
     serve = _serve(top.get("serve", dict, {}), source, origin, base)
     models = _models(top.get("models", dict, {}), source, origin, base)
     compute = _compute(top.get("compute", dict, {}), source, origin, base)
+    export = _export(top.get("export", dict, {}), source, origin, base)
     top.finish()
 
     return Settings(
@@ -733,6 +746,7 @@ def _validate(
         serve=serve,
         models=models,
         compute=compute,
+        export=export,
         topology_profiles=profiles,
         source=source,
     )
@@ -1101,6 +1115,16 @@ def _models(
     folder = reader.path("dir", ModelRegistrySettings.dir) or ModelRegistrySettings.dir
     reader.finish()
     return ModelRegistrySettings(dir=folder)
+
+
+def _export(
+    table: Any, source: str, origin: Mapping[str, str], base: Path | None
+) -> ExportSettings:
+    reader = _Reader(table, "export", source, origin, base)
+    # a folder, so relative to the working directory like models.dir
+    folder = reader.path("dir", None)
+    reader.finish()
+    return ExportSettings(dir=folder)
 
 
 def _compute(

@@ -141,17 +141,20 @@ def ensure_partitions(instance: dg.DagsterInstance, names: Sequence[str]) -> Non
 
 
 @contextmanager
-def temporary_partition(instance: dg.DagsterInstance, name: str) -> Iterator[None]:
-    """A ``clusters`` partition for the length of a run, e.g. the demo's simulated cluster.
+def cluster_partition(instance: dg.DagsterInstance, name: str) -> Iterator[None]:
+    """A ``clusters`` partition for a run (e.g. the demo's simulated cluster), kept afterwards.
 
-    Removed afterwards (its runs stay in the history) so that the hourly schedule of a
-    persistent instance does not try to collect a cluster that no longer exists.
+    Kept so that ``make dev`` after ``make demo`` shows the demo cluster's partition with its
+    materialisations in the instance the demo recorded its runs in. The hourly schedules are
+    stopped by default; turned on, they would try to collect the demo cluster once its
+    simulator is gone, and the run-failure sensor would record that gap as it should.
     """
     ensure_partitions(instance, [name])
-    try:
-        yield
-    finally:
-        instance.delete_dynamic_partition(CLUSTERS_PARTITIONS_NAME, name)
+    yield
+
+
+temporary_partition = cluster_partition
+"""The former name (the partition was removed after the run), which ``annex demo`` imports."""
 
 
 def resolve_job(
@@ -166,7 +169,9 @@ def resolve_job(
     if selection is None:
         return _quietly(lambda: defs.resolve_job_def(name or inventory_job.name))
     try:
-        job = dg.define_asset_job(SELECTED_JOB, selection=dg.AssetSelection.from_string(selection))
+        # (the warehouse's tables are external assets in the catalog: a job runs their writers)
+        chosen = dg.AssetSelection.from_string(selection).materializable()
+        job = dg.define_asset_job(SELECTED_JOB, selection=chosen)
         return _quietly(
             lambda: dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(
                 SELECTED_JOB
@@ -174,7 +179,9 @@ def resolve_job(
         )
     except Exception as exc:  # Dagster raises several kinds for bad syntax or empty selections
         assets = ", ".join(
-            sorted(key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys())
+            sorted(
+                key.to_user_string() for key in defs.resolve_asset_graph().materializable_asset_keys
+            )
         )
         raise ConfigError(
             f"--select {selection!r} selects nothing runnable ({_first_line(exc)}); "
@@ -250,6 +257,8 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
     lines += _attestation_lines(settings)
     lines += _lineage_lines(settings)
     lines += ["", "[models]", f"dir = {_toml(settings.models.dir.absolute())}"]
+    if settings.export.dir is not None:
+        lines += ["", "[export]", f"dir = {_toml(settings.export.dir.absolute())}"]
     lines += ["", "[compute]"]
     lines += [
         f"{key} = {_toml(value)}"
