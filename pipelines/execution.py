@@ -71,20 +71,6 @@ class RunOutcome:
     def checks_passed(self) -> bool:
         return all(check.passed for check in self.checks)
 
-    def describe(self) -> str:
-        """One line for the terminal: run id, outcome, check tally."""
-        where = f" for cluster {self.partition!r}" if self.partition else ""
-        status = "succeeded" if self.success else "failed"
-        passed = sum(check.passed for check in self.checks)
-        failed = [f"{c.name} ({c.severity})" for c in self.checks if not c.passed]
-        if not self.checks:
-            tally = "no checks ran"
-        elif failed:
-            tally = f"{passed} of {len(self.checks)} checks passed; failed: " + ", ".join(failed)
-        else:
-            tally = f"all {len(self.checks)} checks passed"
-        return f"dagster run {self.run_id} ({self.job_name}{where}): {status}, {tally}"
-
 
 @contextmanager
 def dagster_instance() -> Iterator[dg.DagsterInstance]:
@@ -152,9 +138,6 @@ def cluster_partition(instance: dg.DagsterInstance, name: str) -> Iterator[None]
     ensure_partitions(instance, [name])
     yield
 
-
-temporary_partition = cluster_partition
-"""The former name (the partition was removed after the run), which ``annex demo`` imports."""
 
 
 def resolve_job(

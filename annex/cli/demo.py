@@ -469,14 +469,14 @@ def _run_through_dagster(
         dagster_instance,
         resolve_job,
         run_job,
-        temporary_partition,
+        cluster_partition,
         write_settings,
     )
 
     with stages.stage(f"running Dagster job {job_name} for partition {target.name}"):
         config = write_settings(settings, [target], config_path).absolute()
         job = resolve_job(config, name=job_name)
-        with dagster_instance() as instance, temporary_partition(instance, target.name):
+        with dagster_instance() as instance, cluster_partition(instance, target.name):
             outcome = run_job(job, instance, target.name)
     print(describe_run(outcome))
     for note in check_notes(outcome):
