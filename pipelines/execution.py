@@ -139,7 +139,6 @@ def cluster_partition(instance: dg.DagsterInstance, name: str) -> Iterator[None]
     yield
 
 
-
 def resolve_job(
     config_path: Path, selection: str | None = None, *, name: str | None = None
 ) -> dg.JobDefinition:

@@ -466,10 +466,10 @@ def _run_through_dagster(
     from annex.cli.run import describe_run
     from annex.errors import CollectionError
     from pipelines.execution import (
+        cluster_partition,
         dagster_instance,
         resolve_job,
         run_job,
-        cluster_partition,
         write_settings,
     )
 
