@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from tests.e2e.test_cli import _clean_env
-from tests.unit.fleet_invariants import groupings_checked, violations
+from tests.helpers.fleet_invariants import groupings_checked, violations
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

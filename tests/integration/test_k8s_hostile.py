@@ -32,7 +32,7 @@ from annex.settings import (
     WarehouseSettings,
 )
 from collectors.kubernetes import api_client_for, collect_cluster
-from collectors.kubernetes import testing as t
+from tests.helpers import kubernetes_api as t
 from warehouse import Warehouse
 from warehouse.lock import writer_lock
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from warehouse.testing import make_migrations_dir
+from tests.helpers.warehouse_things import make_migrations_dir
 
 pytestmark = pytest.mark.slow
 

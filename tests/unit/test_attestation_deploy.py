@@ -4,7 +4,6 @@ land on every confidential-capable node and never carry a secret in the manifest
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -12,8 +11,9 @@ import yaml
 from annex.cli import build_parser
 from annex.settings import AttestationSettings, ServeSettings
 from services.intake import HEALTH_PATH
+from tests.helpers.paths import REPO_ROOT
 
-MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "attestation-daemonset.yaml"
+MANIFEST = REPO_ROOT / "deploy" / "attestation-daemonset.yaml"
 
 
 def objects() -> dict[tuple[str, str], dict[str, Any]]:

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import orjson
 import pytest
-from attestation_trust import (
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from collectors.attestation.keys import KeySets, check_chain, parse_key_set
+from collectors.attestation.verify import Verifier
+from simulator.attestation import tokens
+from tests.helpers.attestation_trust import (
     NONCE,
     RECEIVED,
     Trust,
@@ -26,14 +34,6 @@ from attestation_trust import (
     segments,
     submit,
 )
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
-from collectors.attestation.keys import KeySets, check_chain, parse_key_set
-from collectors.attestation.verify import Verifier
-from simulator.attestation import tokens
 
 
 @pytest.fixture(scope="module")

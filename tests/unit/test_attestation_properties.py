@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from attestation_trust import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collectors.attestation.verify import REASON_CODES, Verification, Verifier
+from simulator.attestation import tokens
+from tests.helpers.attestation_trust import (
     Trust,
     body,
     ita_evidence,
@@ -14,11 +19,6 @@ from attestation_trust import (
     nras_evidence,
     submit,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from collectors.attestation.verify import REASON_CODES, Verification, Verifier
-from simulator.attestation import tokens
 
 SETTINGS = settings(
     max_examples=150,

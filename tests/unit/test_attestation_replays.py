@@ -15,7 +15,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from attestation_trust import (
+
+from annex.settings import Settings
+from collectors.attestation.nonce import issue_nonce
+from collectors.attestation.verify import Submission, Verifier
+from services.attestation import collect_attestation_evidence
+from tests.helpers.attestation_trust import (
     ISSUED,
     NONCE,
     NONCE_KEY,
@@ -29,11 +34,6 @@ from attestation_trust import (
     submit,
     unsigned,
 )
-
-from annex.settings import Settings
-from collectors.attestation.nonce import issue_nonce
-from collectors.attestation.verify import Submission, Verifier
-from services.attestation import collect_attestation_evidence
 from warehouse import Warehouse, load_collection
 from warehouse.models.attestation import ATTESTATION_MODEL
 

@@ -15,6 +15,7 @@ from annex.settings import (
     ServeSettings,
     load_settings,
 )
+from tests.helpers.paths import REPO_ROOT
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -133,7 +134,7 @@ def test_unknown_issuer_name_lists_configured_ones(tmp_path: Path) -> None:
 
 
 def test_example_file_sections() -> None:
-    example = Path(__file__).parents[2] / "annex.example.toml"
+    example = REPO_ROOT / "annex.example.toml"
     settings = load_settings(example, env={})
     assert settings.attestation.policy == AttestationPolicy()
     assert settings.attestation.issuers == ()

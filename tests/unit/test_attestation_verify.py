@@ -13,7 +13,20 @@ from pathlib import Path
 
 import orjson
 import pytest
-from attestation_trust import (
+from cryptography.hazmat.primitives import serialization
+
+from annex.settings import AttestationPolicy
+from collectors.attestation import schema
+from collectors.attestation.nonce import issue_nonce
+from collectors.attestation.verify import (
+    ATTESTATION_NAMESPACE,
+    REASON_CODES,
+    Submission,
+    Verification,
+)
+from simulator.attestation import tokens
+from simulator.attestation.issuers import LOCAL_ISSUER, MAA_ISSUER, NRAS_ISSUER
+from tests.helpers.attestation_trust import (
     ISSUED,
     NONCE,
     NONCE_KEY,
@@ -31,19 +44,6 @@ from attestation_trust import (
     submit,
     unsigned,
 )
-from cryptography.hazmat.primitives import serialization
-
-from annex.settings import AttestationPolicy
-from collectors.attestation import schema
-from collectors.attestation.nonce import issue_nonce
-from collectors.attestation.verify import (
-    ATTESTATION_NAMESPACE,
-    REASON_CODES,
-    Submission,
-    Verification,
-)
-from simulator.attestation import tokens
-from simulator.attestation.issuers import LOCAL_ISSUER, MAA_ISSUER, NRAS_ISSUER
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ from annex.settings import GpubenchSettings, KubernetesSettings, Settings
 from collectors.gpubench import collect as gpubench_collect
 from collectors.gpubench.collect import CollectStats, collect_gpubench
 from collectors.gpubench.schema import SCHEMAS
-from collectors.kubernetes import testing as t
 from collectors.kubernetes.listing import Lister
 from probes.gpubench.peaks import PEAKS
+from tests.helpers import kubernetes_api as t
 
 NS = "annex-probes"
 PODS = f"/api/v1/namespaces/{NS}/pods"

@@ -11,7 +11,6 @@ import pytest
 
 from annex.settings import TOPOLOGY_PRESETS, BalloonRule
 from collectors.kubernetes import schema
-from collectors.kubernetes import testing as t
 from collectors.kubernetes.decode import (
     DecodeContext,
     EventDecoder,
@@ -20,6 +19,7 @@ from collectors.kubernetes.decode import (
     PodDecoder,
     PriorityClassDecoder,
 )
+from tests.helpers import kubernetes_api as t
 
 CONTEXT = DecodeContext(balloons=BalloonRule(), topology_levels=TOPOLOGY_PRESETS["generic"])
 

@@ -9,8 +9,8 @@ import pytest
 from annex.errors import ClusterAccessError, CollectionError
 from annex.settings import TOPOLOGY_PRESETS, KubernetesSettings
 from collectors.kubernetes import collect_cluster
-from collectors.kubernetes import testing as t
 from collectors.kubernetes.listing import Lister, latency_summary
+from tests.helpers import kubernetes_api as t
 
 PODS = "/api/v1/pods"
 

@@ -13,8 +13,8 @@ import pytest
 from annex.errors import CollectionError
 from annex.settings import TOPOLOGY_PRESETS, KubernetesSettings, WarehouseSettings
 from collectors.kubernetes import SCHEMAS, collect_cluster
-from collectors.kubernetes import testing as t
 from collectors.kubernetes.listing import Lister
+from tests.helpers import kubernetes_api as t
 from warehouse import Warehouse, load_collection
 from warehouse.models.kubernetes import KUBERNETES_MODEL
 

@@ -6,15 +6,14 @@ subresource collectors/gpubench reads: `get` on pods/log in the probe namespace.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
 from annex.settings import TOPOLOGY_PRESETS, GpubenchSettings, KubernetesSettings
 from collectors.kubernetes import RESOURCES, collect_cluster
-from collectors.kubernetes import testing as t
+from tests.helpers import kubernetes_api as t
+from tests.helpers.paths import REPO_ROOT
 
-RBAC = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
+RBAC = REPO_ROOT / "deploy" / "rbac.yaml"
 
 
 def role_rules() -> list[dict]:

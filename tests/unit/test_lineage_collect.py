@@ -21,7 +21,7 @@ from collectors.lineage.intake import LineageIntake
 from collectors.lineage.schema import LINEAGE_EVENTS, REJECTED, TABLES
 from simulator.lineage.producer import build_events, to_json
 from simulator.world import build_world
-from tests.unit.lineage_spool_helpers import to_legacy_jsonl
+from tests.helpers.lineage_spool import to_legacy_jsonl
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ import json
 from datetime import datetime
 
 import pytest
-from lineage_import_checks import FIXTURES, T, accepted, schema_valid
 
 from collectors.lineage.croissant import (
     CroissantError,
@@ -21,6 +20,7 @@ from collectors.lineage.croissant import (
     licence_from_text,
 )
 from collectors.lineage.events import event_id
+from tests.helpers.lineage_import_checks import FIXTURES, T, accepted, schema_valid
 
 PRODUCER = "https://annex.dev/import/croissant"
 CRAWL = {

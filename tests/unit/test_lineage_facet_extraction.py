@@ -9,11 +9,11 @@ import json
 import orjson
 import pyarrow as pa
 import pytest
-from lineage_warehouse_helpers import event_row, load_rows, query, run_id
 
 from annex.settings import WarehouseSettings
 from collectors.lineage.graph import graph_tables
 from collectors.lineage.schema import LINEAGE_EVENTS
+from tests.helpers.lineage_warehouse import event_row, load_rows, query, run_id
 from warehouse import Warehouse
 from warehouse.models.lineage import dataset_version_id, job_id
 
@@ -209,7 +209,7 @@ def test_read_and_parsed_events_give_the_same_warehouse(tmp_path, monkeypatch) -
     parse of the payloads (every event, as where no C compiler built the reader) give the same
     core tables and facets, text included: over several collections, out of order, a
     deletion, a tie, odd shapes, indented payloads and escapes in facet values."""
-    import lineage_warehouse_helpers as helpers
+    import tests.helpers.lineage_warehouse as helpers
 
     clean = {**EVENT, "inputs": [i for i in EVENT["inputs"] if isinstance(i, dict)]}
     later = {**clean, "eventTime": "2026-11-02T09:00:00Z"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from lineage_warehouse_helpers import (
+from tests.helpers.lineage_warehouse import (
     T0,
     dataset,
     dv,
@@ -17,7 +17,6 @@ from lineage_warehouse_helpers import (
     run_id,
     training_facet,
 )
-
 from warehouse import Warehouse
 from warehouse.models.lineage import refresh_lineage
 

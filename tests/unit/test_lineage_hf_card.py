@@ -11,7 +11,6 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from lineage_import_checks import FIXTURES, T, accepted, schema_valid
 
 from collectors.lineage.events import event_id
 from collectors.lineage.hf_card import (
@@ -24,6 +23,7 @@ from collectors.lineage.hf_card import (
     parse_front_matter,
     spdx_license_id,
 )
+from tests.helpers.lineage_import_checks import FIXTURES, T, accepted, schema_valid
 
 PRODUCER = "https://annex.dev/import/hf-card"
 REV = "4f1c7a3e9b2d5f608e1a7c3b9d2e4f6a8b0c1d2e"

@@ -1,5 +1,5 @@
 """OpenLineage events as real producers send them (Airflow, Spark, dbt, a training script,
-Marquez's seed data: ``lineage_fixtures/real_producers``), loaded into the warehouse.
+Marquez's seed data: ``tests/fixtures/lineage/real_producers``), loaded into the warehouse.
 
 None of them sends a version facet on its inputs: each such input is read as the version of the
 dataset current when the reading run started, so a model's closure crosses the jobs to the
@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lineage_warehouse_helpers import dv, event_row, load_rows, query
 
 from annex.settings import WarehouseSettings
 from collectors.lineage.events import parse_events
+from tests.helpers.lineage_warehouse import dv, event_row, load_rows, query
+from tests.helpers.paths import FIXTURES as SHARED_FIXTURES
 from warehouse import Warehouse
 from warehouse.models.lineage import refresh_lineage
 
-FIXTURES = Path(__file__).parent / "lineage_fixtures" / "real_producers"
+FIXTURES = SHARED_FIXTURES / "lineage" / "real_producers"
 PG = "postgres://warehouse.internal:5432"
 RAW = (PG, "analytics.raw.clickstream_events")
 FEATURES = (PG, "analytics.features.user_features")

@@ -9,7 +9,8 @@ import random
 from typing import Any
 
 import pytest
-from lineage_warehouse_helpers import (
+
+from tests.helpers.lineage_warehouse import (
     T0,
     dataset,
     dataset_event,
@@ -22,7 +23,6 @@ from lineage_warehouse_helpers import (
     run_id,
     training_facet,
 )
-
 from warehouse import Warehouse
 from warehouse.models.lineage import refresh_lineage
 

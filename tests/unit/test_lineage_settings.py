@@ -9,6 +9,7 @@ import pytest
 
 from annex.errors import ConfigError
 from annex.settings import LineageSettings, load_settings
+from tests.helpers.paths import REPO_ROOT
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -61,7 +62,7 @@ def test_bad_values_name_the_key(tmp_path: Path, text: str, key: str, problem: s
 
 
 def test_the_example_file_loads_with_its_lineage_section() -> None:
-    example = Path(__file__).parents[2] / "annex.example.toml"
+    example = REPO_ROOT / "annex.example.toml"
     assert "[lineage]" in example.read_text()
     assert load_settings(example, env={}).lineage == LineageSettings()
 

@@ -10,10 +10,10 @@ import random
 from typing import Any
 
 import pytest
-from lineage_warehouse_helpers import load, query
 from test_lineage_refresh_incremental import _loads, _marts, _random_events, _refresh
 
 from annex.settings import WarehouseSettings
+from tests.helpers.lineage_warehouse import load, query
 from warehouse import Warehouse
 
 EDGES = (

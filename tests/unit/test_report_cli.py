@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 from pypdf import PdfReader
-from report_pdf import pdf_text
-from report_scenario import build_scenario
 
 from annex.cli import main
+from tests.helpers.report_pdf import pdf_text
+from tests.helpers.report_scenario import build_scenario
 
 pytestmark = pytest.mark.slow
 

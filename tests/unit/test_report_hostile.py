@@ -8,12 +8,12 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from report_pdf import pdf_attachments, pdf_text
-from report_scenario import Names, build_scenario
 
 from reports.definition import ReportRequest
 from reports.generate import generate_report
 from reports.period import month_period
+from tests.helpers.report_pdf import pdf_attachments, pdf_text
+from tests.helpers.report_scenario import Names, build_scenario
 
 pytestmark = pytest.mark.slow
 

@@ -14,14 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from model_documentation_scenario import (
-    ARCHITECTURE_FLOP,
-    ENERGY_MWH,
-    HARDWARE_FLOP,
-    build_documentation_scenario,
-)
 from pypdf import PdfReader
-from report_pdf import pdf_attachments, pdf_text, pdf_xmp, qpdf_check
 
 from annex.cli import main
 from annex.errors import ConfigError
@@ -31,6 +24,13 @@ from reports.errors import ReportError
 from reports.evidence import prepare_connection, run_query
 from reports.generate import GeneratedReport, generate_report
 from reports.numbers import flop, mwh, ratio
+from tests.helpers.model_documentation_scenario import (
+    ARCHITECTURE_FLOP,
+    ENERGY_MWH,
+    HARDWARE_FLOP,
+    build_documentation_scenario,
+)
+from tests.helpers.report_pdf import pdf_attachments, pdf_text, pdf_xmp, qpdf_check
 from warehouse import Warehouse
 
 pytestmark = pytest.mark.slow
@@ -192,7 +192,7 @@ def test_the_authority_editions_differ_exactly_where_the_form_says(
 
 
 def test_dates_that_contradict_each_other_are_findings(tmp_path: Path) -> None:
-    from model_documentation_scenario import MODEL_FILE
+    from tests.helpers.model_documentation_scenario import MODEL_FILE
 
     model_file = MODEL_FILE.replace("versions: [v1]", "versions: [base]").replace(
         "release_date: 2026-10-01", "release_date: 2025-05-20\neu_market_date: 2025-05-01"
@@ -421,12 +421,11 @@ def _typed(parameters: dict) -> dict:
 def test_simulated_world_shows_the_mark_and_the_files_answers(tmp_path: Path) -> None:
     """The demo's model: lineage from the simulator (marked simulated), its metadata file's
     documentation answers, and no compute refreshed here: the compute fields are gaps."""
-    from lineage_warehouse_helpers import load
-
     from annex.cli.demo import SIMULATED_MODELS
     from annex.settings import WarehouseSettings
     from simulator.lineage import build_events, to_json
     from simulator.world import build_world
+    from tests.helpers.lineage_warehouse import load
 
     wh = Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
     load(wh, [json.loads(to_json(e)) for e in build_events(build_world(40, seed=7))])
@@ -449,8 +448,8 @@ def test_simulated_world_shows_the_mark_and_the_files_answers(tmp_path: Path) ->
 
 def test_hostile_strings_render_as_text(tmp_path: Path) -> None:
     """Dataset names come from producers and answers from a file anyone may edit: text."""
-    from model_documentation_scenario import MODEL_FILE
-    from training_summary_scenario import student_events
+    from tests.helpers.model_documentation_scenario import MODEL_FILE
+    from tests.helpers.training_summary_scenario import student_events
 
     hostile = '<img src="file:///etc/passwd"><script>alert(1)</script>'
     events = student_events()

@@ -12,19 +12,19 @@ from pathlib import Path
 
 import pytest
 from pypdf import PdfReader
-from report_pdf import (
+
+from reports.definition import EvidenceQuery, ReportRequest
+from reports.evidence import encode_csv, prepare_connection, run_query
+from reports.generate import GeneratedReport, generate_report
+from reports.period import month_period
+from tests.helpers.report_pdf import (
     pdf_attachments,
     pdf_file_relationships,
     pdf_text,
     pdf_xmp,
     qpdf_check,
 )
-from report_scenario import build_scenario
-
-from reports.definition import EvidenceQuery, ReportRequest
-from reports.evidence import encode_csv, prepare_connection, run_query
-from reports.generate import GeneratedReport, generate_report
-from reports.period import month_period
+from tests.helpers.report_scenario import build_scenario
 from warehouse import Warehouse
 
 pytestmark = pytest.mark.slow

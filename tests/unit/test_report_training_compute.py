@@ -28,7 +28,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from report_pdf import pdf_attachments, pdf_text, pdf_xmp, qpdf_check
 from test_compute_warehouse import CONFIG, NOW, PEAK, T0, H, insert_core, registry, telemetry
 
 from annex.model_registry import load_registry, registry_rows
@@ -40,6 +39,8 @@ from reports.evidence import prepare_connection, run_query
 from reports.generate import GeneratedReport, generate_report
 from reports.numbers import figure, flop, magnitude, mwh, prose, ratio, share
 from services.compute import PeakTable
+from tests.helpers.paths import REPO_ROOT
+from tests.helpers.report_pdf import pdf_attachments, pdf_text, pdf_xmp, qpdf_check
 from warehouse import Warehouse, load_collection
 from warehouse.models.compute import refresh_compute
 from warehouse.models.telemetry import TELEMETRY_MODEL
@@ -398,13 +399,12 @@ def test_simulated_world_shows_the_mark_and_the_missing_inventory(tmp_path: Path
     """The simulated world's lineage alone (no inventory collected): the runs' token counts
     give architecture-based compute past 10^23, the missing GPU allocations are gaps, and the
     simulator's producer URI puts the simulated mark on the cover."""
-    from lineage_warehouse_helpers import load
-
     from annex.settings import ComputeSettings
     from simulator.lineage import build_events, to_json
     from simulator.world import build_world
+    from tests.helpers.lineage_warehouse import load
 
-    models = Path(__file__).parents[2] / "simulator" / "models"
+    models = REPO_ROOT / "simulator" / "models"
     world = build_world(40, seed=7)
     wh = Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb", lock_timeout_seconds=5))
     load(wh, [json.loads(to_json(e)) for e in build_events(world)])

@@ -17,10 +17,17 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from lineage_warehouse_helpers import load
 from pypdf import PdfReader
-from report_pdf import pdf_attachments, pdf_text, pdf_xmp, qpdf_check
-from training_summary_scenario import (
+
+from annex.cli import main
+from annex.settings import WarehouseSettings
+from reports.definition import EvidenceQuery, ReportRequest
+from reports.errors import ReportError
+from reports.evidence import prepare_connection, run_query
+from reports.generate import GeneratedReport, generate_report
+from tests.helpers.lineage_warehouse import load
+from tests.helpers.report_pdf import pdf_attachments, pdf_text, pdf_xmp, qpdf_check
+from tests.helpers.training_summary_scenario import (
     CONSUMED,
     CRAWL,
     JOB,
@@ -29,13 +36,6 @@ from training_summary_scenario import (
     run_id,
     student_events,
 )
-
-from annex.cli import main
-from annex.settings import WarehouseSettings
-from reports.definition import EvidenceQuery, ReportRequest
-from reports.errors import ReportError
-from reports.evidence import prepare_connection, run_query
-from reports.generate import GeneratedReport, generate_report
 from warehouse import Warehouse
 
 pytestmark = pytest.mark.slow

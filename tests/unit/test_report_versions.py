@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from report_pdf import pdf_text
-from report_scenario import build_scenario
 
 from annex.settings import WarehouseSettings
 from reports.definition import Evidence, EvidenceQuery, QueryResult, ReportRequest
@@ -19,6 +17,8 @@ from reports.evidence import COLLECTIONS, encode_csv
 from reports.generate import generate_report
 from reports.period import month_period
 from reports.versions import changes, content_fields, history, render_versioned
+from tests.helpers.report_pdf import pdf_text
+from tests.helpers.report_scenario import build_scenario
 from warehouse import Warehouse
 from warehouse.models.attestation_coverage import refresh_attestation_coverage
 

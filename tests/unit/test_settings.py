@@ -8,6 +8,7 @@ import pytest
 
 from annex.errors import ConfigError
 from annex.settings import HOSTNAME_LABEL, TOPOLOGY_PRESETS, load_settings
+from tests.helpers.paths import REPO_ROOT
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -27,7 +28,7 @@ def test_defaults_without_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_example_file_is_valid() -> None:
-    example = Path(__file__).parents[2] / "annex.example.toml"
+    example = REPO_ROOT / "annex.example.toml"
     settings = load_settings(example, env={})
     assert [c.name for c in settings.clusters] == ["prod-east"]
     levels = settings.topology_levels("datacenter-rack")

@@ -36,8 +36,9 @@ from simulator.lineage import (
     write_jsonl,
 )
 from simulator.world import build_world
+from tests.helpers.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 # where the schemas come from, first copy of each $id wins: the repo's vendored official event
 # schema and annex's own facet schemas, this test's copy of the standard facets it needs,
 # then (outside CI) the reference beside the project

@@ -16,7 +16,6 @@ import hashlib
 import json
 import random
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
@@ -32,11 +31,13 @@ from reports.spdx import (
     spdx_json,
     unresolved_references,
 )
+from tests.helpers.paths import FIXTURES as SHARED_FIXTURES
+from tests.helpers.paths import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SCHEMA_PATH = ROOT / "reports" / "schemas" / "spdx-3.0.1" / "spdx-json-schema.json"
 SCHEMA_SHA256 = "582c64e809d5b3ef9bd0c4de13a32391b47b0284a3e8d199569fb96f649234b1"
-FIXTURES = Path(__file__).parent / "lineage_fixtures"
+FIXTURES = SHARED_FIXTURES / "lineage"
 NS = "https://annex.dev/spdx/test-doc"
 T = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 PRODUCER = "https://annex.dev/tests/spdx"
@@ -411,7 +412,7 @@ def test_offsets_are_converted_to_utc():
 
 
 def test_export_from_the_lineage_marts(tmp_path, validator):
-    helpers = pytest.importorskip("lineage_warehouse_helpers")
+    helpers = pytest.importorskip("tests.helpers.lineage_warehouse")
     from annex.settings import WarehouseSettings
     from warehouse import Warehouse
 

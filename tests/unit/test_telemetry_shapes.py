@@ -1,4 +1,4 @@
-"""Each dcgm-exporter shape annex accepts, from the fixtures in ``telemetry_fixtures/``.
+"""Each dcgm-exporter shape annex accepts, from the fixtures in ``tests/fixtures/telemetry/``.
 
 Scraped bodies go through ``read_scrape`` (the exporter's own labels); the Prometheus answers
 recorded from a real Prometheus 2.42 (honor_labels false and true, and its ``up`` series) go
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -18,8 +17,9 @@ from annex.settings import Settings
 from collectors.telemetry import attribution, blanks
 from collectors.telemetry.collect import SeriesTable, collect_exporters, read_matrix, read_scrape
 from collectors.telemetry.query_range import decode_matrix
+from tests.helpers.paths import FIXTURES as SHARED_FIXTURES
 
-FIXTURES = Path(__file__).parent / "telemetry_fixtures"
+FIXTURES = SHARED_FIXTURES / "telemetry"
 TARGET = "http://gpu-node:9400/metrics"
 SCRAPED = datetime(2026, 11, 2, 9, 0, 0, tzinfo=UTC)
 EXPORTER_POD = "nvidia-dcgm-exporter-4b4b4"

@@ -11,11 +11,12 @@ import pytest
 
 from annex.settings import WarehouseSettings
 from collectors.telemetry.collect import SeriesTable, TargetRecord, read_scrape, targets_batch
+from tests.helpers.paths import FIXTURES as SHARED_FIXTURES
 from warehouse import Warehouse, load_collection
 from warehouse.models.telemetry import TELEMETRY_MODEL
 from warehouse.models.utilisation import refresh_gpu_hourly
 
-FIXTURES = Path(__file__).parent / "telemetry_fixtures"
+FIXTURES = SHARED_FIXTURES / "telemetry"
 T0 = datetime(2026, 11, 20, 10, 0)
 TARGET = "http://gpu-node:9400/metrics"
 

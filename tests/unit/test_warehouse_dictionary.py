@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from annex.settings import WarehouseSettings
+from tests.helpers.warehouse_things import make_migrations_dir
 from warehouse import Warehouse
 from warehouse.dictionary import (
     DEFAULT_OUTPUT,
@@ -16,7 +17,6 @@ from warehouse.dictionary import (
     missing_comments,
     render,
 )
-from warehouse.testing import make_migrations_dir
 
 
 def test_committed_dictionary_matches_the_migrations() -> None:

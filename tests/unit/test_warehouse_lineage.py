@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 import pytest
-from lineage_warehouse_helpers import (
+
+from collectors.lineage.schema import TABLES
+from tests.helpers.lineage_warehouse import (
     T0,
     dataset,
     dataset_event,
@@ -27,8 +28,7 @@ from lineage_warehouse_helpers import (
     run_id,
     training_facet,
 )
-
-from collectors.lineage.schema import TABLES
+from tests.helpers.paths import REPO_ROOT
 from warehouse import Warehouse
 from warehouse.models.lineage import LINEAGE_MODEL, refresh_lineage
 
@@ -749,9 +749,7 @@ def test_text_bands() -> None:
 
 
 def _view_sql(name: str) -> str:
-    text = (
-        Path(__file__).resolve().parents[2] / "warehouse" / "migrations" / "0007_lineage.sql"
-    ).read_text(encoding="utf-8")
+    text = (REPO_ROOT / "warehouse" / "migrations" / "0007_lineage.sql").read_text(encoding="utf-8")
     return text.split(f"CREATE VIEW {name} AS")[1].split("COMMENT ON VIEW")[0]
 
 

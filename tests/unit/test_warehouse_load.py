@@ -15,6 +15,12 @@ import pytest
 
 from annex.errors import CollectionError, WarehouseError, WarehouseSpaceError
 from annex.settings import WarehouseSettings
+from tests.helpers.warehouse_things import (
+    THINGS_MODEL,
+    make_migrations_dir,
+    things_batch,
+    things_batches,
+)
 from warehouse import (
     RAW_CAP_BYTES,
     SourceModel,
@@ -24,7 +30,6 @@ from warehouse import (
     staging,
     transaction,
 )
-from warehouse.testing import THINGS_MODEL, make_migrations_dir, things_batch, things_batches
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ import pytest
 
 from annex.errors import WarehouseError
 from annex.settings import WarehouseSettings
+from tests.helpers.warehouse_things import THINGS_MODEL, make_migrations_dir, things_batches
 from warehouse import Warehouse, load_collection
 from warehouse.lock import lock_path_for, try_writer_lock, writer_lock
-from warehouse.testing import THINGS_MODEL, make_migrations_dir, things_batches
 
 
 def _warehouse(tmp_path: Path, timeout: float = 30.0) -> Warehouse:

@@ -11,10 +11,10 @@ import pytest
 
 from annex.errors import MigrationError
 from annex.settings import WarehouseSettings
+from tests.helpers.warehouse_things import make_migrations_dir
 from warehouse import Warehouse
 from warehouse.dictionary import generate
 from warehouse.migrate import default_marts_dir, discover_mart_views
-from warehouse.testing import make_migrations_dir
 
 MARTS_DIR = default_marts_dir(None)
 

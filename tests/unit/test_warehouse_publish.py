@@ -16,10 +16,10 @@ import pytest
 
 from annex.errors import WarehouseError, WarehouseSpaceError
 from annex.settings import WarehouseSettings
+from tests.helpers.warehouse_things import THINGS_MODEL, make_migrations_dir, things_batches
 from warehouse import Warehouse, load_collection
 from warehouse.publish import read_stale, stale_marker_path
 from warehouse.space import human_bytes
-from warehouse.testing import THINGS_MODEL, make_migrations_dir, things_batches
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from tests.unit.fleet_invariants import groupings_checked, violations
+from tests.helpers.fleet_invariants import groupings_checked, violations
 from warehouse import Warehouse, load_collection
 from warehouse.models.gpubench import GPUBENCH_MODEL
 from warehouse.models.telemetry import TELEMETRY_MODEL

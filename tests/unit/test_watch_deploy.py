@@ -3,15 +3,14 @@ resources watch mode follows, and the command the CLI accepts."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
 from annex.cli import build_parser
 from collectors.kubernetes.collect import RESOURCES
 from collectors.kubernetes.history import WATCHED
+from tests.helpers.paths import REPO_ROOT
 
-MANIFEST = Path(__file__).resolve().parents[2] / "deploy" / "watch-deployment.yaml"
+MANIFEST = REPO_ROOT / "deploy" / "watch-deployment.yaml"
 
 
 def documents() -> dict[str, dict]:

@@ -28,8 +28,8 @@ from pathlib import Path
 from annex.model_registry import load_registry, registry_rows
 from annex.settings import ComputeSettings, WarehouseSettings
 from services.compute import PeakTable
-from tests.unit.lineage_warehouse_helpers import load, training_facet
-from tests.unit.training_summary_scenario import student_events
+from tests.helpers.lineage_warehouse import load, training_facet
+from tests.helpers.training_summary_scenario import student_events
 from warehouse import Warehouse
 from warehouse.models.attestation_coverage import refresh_attestation_coverage
 from warehouse.models.compute import refresh_compute

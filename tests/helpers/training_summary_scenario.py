@@ -21,7 +21,7 @@ without a category, mixed and consumed by one pre-training run, and the model's 
 
 from __future__ import annotations
 
-from tests.unit.lineage_warehouse_helpers import (
+from tests.helpers.lineage_warehouse import (
     T0,
     dataset,
     facet,

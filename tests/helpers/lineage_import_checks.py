@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry, Resource
@@ -14,8 +13,9 @@ from referencing.jsonschema import DRAFT202012
 
 from collectors.lineage import validate as V
 from collectors.lineage.events import parse_events
+from tests.helpers.paths import FIXTURES as SHARED_FIXTURES
 
-FIXTURES = Path(__file__).parent / "lineage_fixtures"
+FIXTURES = SHARED_FIXTURES / "lineage"
 T = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 """The imports' event time in these tests; the ingest runs a day later."""
 

@@ -4,7 +4,9 @@
 generated ``list_*`` methods, their query serialisation and their error handling
 (``ApiException.from_response``) all run unchanged, but requests are answered by
 ``FakeCluster`` from in-memory objects, with paging, continue tokens, 410 Expired and injected
-faults. Unit tests and the decode benchmark use it; integration tests use the real simulator.
+faults. The collector's own tests use it (and the hostile-server integration test for its
+paging); the other integration tests use the real simulator. It lives under tests/, out of the
+wheel.
 """
 
 from __future__ import annotations
