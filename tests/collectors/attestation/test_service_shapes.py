@@ -1,6 +1,6 @@
 """Tokens and results shaped as NVIDIA, Azure and Intel services emit them (issue 35).
 
-Each fixture in ``attestation_fixtures/`` is a claim set in the service's own layout (its README
+Each fixture in ``fixtures/`` is a claim set in the service's own layout (its README
 names the service, version and document each follows). Real private keys are unavailable, so
 the tests sign the claim sets with the simulator's deterministic test keys and pin those keys
 in the settings, under the services' real ``iss`` values: what is exercised is where each
@@ -27,7 +27,7 @@ from collectors.attestation.verify import Submission, Verification, Verifier, su
 from simulator.attestation import tokens
 from simulator.attestation.issuers import LOCAL_SECRET_ENV, IssuerSet
 
-FIXTURES = Path(__file__).parent / "attestation_fixtures"
+FIXTURES = Path(__file__).parent / "fixtures"
 ISSUED = datetime(2025, 11, 28, 8, 30, 0)
 """The fixtures' ``iat`` (1764318600)."""
 RECEIVED = ISSUED + timedelta(seconds=5)

@@ -316,7 +316,7 @@ def test_failed_correctness_check_is_kept_untimed() -> None:
     assert isinstance(partly, Rejected) and "ms_p20" in partly.message
 
 
-REAL_GPU_RECORDS = Path(__file__).parent / "gpubench_fixtures"
+REAL_GPU_RECORDS = Path(__file__).parent / "fixtures"
 
 
 @pytest.mark.parametrize(
