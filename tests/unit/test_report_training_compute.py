@@ -1,5 +1,6 @@
 """The training compute and Article 51 report, rendered from the hand-computed scenario of
-test_compute_warehouse.py (imported, not copied: T0 = 2026-11-01, refresh at T0 + 3 h).
+tests/warehouse/models/test_compute.py (imported, not copied: T0 = 2026-11-01, refresh at
+T0 + 3 h).
 
 toy-lm: R1 (pre-training, 4 GPU-hours: hardware 4 h × 989.4 TFLOP/s × 0.4 = 5.70e18; its
 architecture figure 6 × 1e11 × 2e11 = 1.2e23 is above its physical maximum 4 h × 989.4 TFLOP/s
@@ -28,7 +29,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from test_compute_warehouse import CONFIG, NOW, PEAK, T0, H, insert_core, registry, telemetry
 
 from annex.model_registry import load_registry, registry_rows
 from annex.settings import WarehouseSettings
@@ -41,6 +41,16 @@ from reports.numbers import figure, flop, magnitude, mwh, prose, ratio, share
 from services.compute import PeakTable
 from tests.helpers.paths import REPO_ROOT
 from tests.helpers.report_pdf import pdf_attachments, pdf_text, pdf_xmp, qpdf_check
+from tests.warehouse.models.test_compute import (
+    CONFIG,
+    NOW,
+    PEAK,
+    T0,
+    H,
+    insert_core,
+    registry,
+    telemetry,
+)
 from warehouse import Warehouse, load_collection
 from warehouse.models.compute import refresh_compute
 from warehouse.models.telemetry import TELEMETRY_MODEL

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from test_warehouse_utilisation import T0, inventory, query, refresh
-
+from tests.warehouse.models.test_utilisation import T0, inventory, query, refresh
 from warehouse import Warehouse
 
 

@@ -10,10 +10,10 @@ import random
 from typing import Any
 
 import pytest
-from test_lineage_refresh_incremental import _loads, _marts, _random_events, _refresh
 
 from annex.settings import WarehouseSettings
 from tests.helpers.lineage_warehouse import load, query
+from tests.warehouse.models.test_lineage_refresh import _loads, _marts, _random_events, _refresh
 from warehouse import Warehouse
 
 EDGES = (

@@ -6,8 +6,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from test_warehouse_utilisation import T0, Telemetry, every, inventory, load, query, refresh
-
+from tests.warehouse.models.test_utilisation import (
+    T0,
+    Telemetry,
+    every,
+    inventory,
+    load,
+    query,
+    refresh,
+)
 from warehouse import Warehouse
 
 NODE = {"uid": "u1", "name": "node-1", "pool": "p", "region": "r", "capacity": 8,

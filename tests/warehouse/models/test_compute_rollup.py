@@ -16,11 +16,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from test_compute_warehouse import CONFIG, Telemetry, registry
 
 from annex.model_registry import registry_rows
 from annex.settings import WarehouseSettings
 from services.compute import PeakTable
+from tests.warehouse.models.test_compute import CONFIG, Telemetry, registry
 from warehouse import Warehouse, load_collection
 from warehouse.migrate import apply_migrations, discover_migrations
 from warehouse.models.compute import refresh_compute
