@@ -45,7 +45,7 @@ ROOT = REPO_ROOT
 SCHEMA_FILES = (
     ROOT / "collectors" / "lineage" / "spec" / "OpenLineage.json",
     *sorted((ROOT / "collectors" / "lineage" / "facets").glob("*.json")),
-    *sorted((Path(__file__).parent / "lineage_schemas").glob("**/*.json")),
+    *sorted((Path(__file__).parent / "schemas").glob("**/*.json")),
     Path("/work/shared/reference/openlineage-spec/OpenLineage.json"),
 )
 ANNEX_SCHEMAS = ROOT / "collectors" / "lineage" / "facets"
