@@ -1,4 +1,4 @@
-"""Fixtures shared by the unit tests."""
+"""Fixtures shared by every test folder (shared helper code is in tests/helpers/)."""
 
 from __future__ import annotations
 
