@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.e2e.test_cli import _clean_env
+from tests.helpers.demo import clean_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -111,7 +111,7 @@ def test_a_query_runs_as_printed_through_annex_sql(demo_folder: Path) -> None:
             "-c", guide_queries()["model_verified_share"],
         ],
         cwd=demo_folder,
-        env={**_clean_env(), "ANNEX_WAREHOUSE": str(demo_folder / "annex.duckdb")},
+        env={**clean_env(), "ANNEX_WAREHOUSE": str(demo_folder / "annex.duckdb")},
         capture_output=True,
         text=True,
         timeout=120,

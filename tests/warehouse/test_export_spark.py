@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from export_scenario import DAY_ONE, collect_day, new_warehouse
 
+from tests.helpers.export_scenario import DAY_ONE, collect_day, new_warehouse
 from warehouse import Warehouse
 from warehouse.export import MANIFEST, export_warehouse
 

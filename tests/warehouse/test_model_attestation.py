@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from annex.settings import WarehouseSettings
-from tests.unit.model_documentation_scenario import GPU_HOURS, build_documentation_scenario
+from tests.helpers.model_documentation_scenario import GPU_HOURS, build_documentation_scenario
 from warehouse import Warehouse
 
 D = date(2026, 10, 1)
