@@ -55,7 +55,7 @@ class World:
         self.con: duckdb.DuckDBPyConnection | None = None
         self.statements: list[tuple[str, list[Any]]] = [
             (
-                "INSERT INTO core.nodes (cluster, node_uid, node_name, gpu_product, gpu_capacity, "
+                "INSERT INTO core.nodes (cluster, node_uid, node_name, gfd_product, gpu_capacity, "
                 "gpu_allocatable, content_hash, valid_from, collection_id) VALUES ('c', "
                 "'uid-n1', 'n1', 'NVIDIA-H100-80GB-HBM3', 8, 8, 0, ?, 'k8s-1')",
                 [T0 - timedelta(days=30)],
@@ -93,7 +93,7 @@ class World:
         self.statements.append(
             (
                 "INSERT INTO core.lineage_runs (run_id, job_name, parent_run_id, state, "
-                "started_at, ended_at, state_event_id, kubernetes_cluster, kubernetes_namespace, "
+                "started_at, ended_at, state_event_id, cluster, namespace, "
                 "kubernetes_job_name, model_name, stage) VALUES (?, ?, ?, ?, ?, ?, ?, 'c', "
                 "'team', ?, ?, ?)",
                 [
