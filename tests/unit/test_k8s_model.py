@@ -138,9 +138,9 @@ def test_marts_add_up_to_what_the_objects_say(warehouse):
                     held[key] = held.get(key, 0) + int(qty)
     rows = query(
         warehouse,
-        "SELECT node_name, resource_name, capacity_gpus, allocatable_gpus, allocated_workload_gpus, "
-        "allocated_balloon_gpus, free_gpus, unavailable_gpus FROM marts.node_gpu_capacity "
-        "ORDER BY ALL",
+        "SELECT node_name, resource_name, capacity_gpus, allocatable_gpus, "
+        "allocated_workload_gpus, allocated_balloon_gpus, free_gpus, unavailable_gpus "
+        "FROM marts.node_gpu_capacity ORDER BY ALL",
     )
     for node, res, cap, alloc, work, ball, free, unavail in rows:
         status = nodes[node]["status"]
@@ -173,7 +173,8 @@ def test_marts_add_up_to_what_the_objects_say(warehouse):
     by_namespace = query(
         warehouse,
         "SELECT namespace, pods_counted, allocated_workload_gpus, allocated_balloon_gpus, "
-        "mig_slices_allocated, queued_pods, queued_gpus FROM marts.fleet_gpu_by_namespace ORDER BY namespace",
+        "mig_slices_allocated, queued_pods, queued_gpus FROM marts.fleet_gpu_by_namespace "
+        "ORDER BY namespace",
     )
     assert by_namespace == [
         ("kube-system", 1, 0, 0, 0, 0, 0),

@@ -88,4 +88,7 @@ def test_a_synonym_column_is_found_in_core_and_a_marts_only_one_only_in_marts(
         "| count | `allocatable_gpus` | GPUs | `allocatable` (marts) | API |\n"
     )
     assert refused == {"hostname": ("core", "marts"), "allocatable": ("marts",)}
-    assert synonym_columns(wh, refused) == ["core.gpus_seen.hostname", "marts.gpus_held.allocatable"]
+    assert synonym_columns(wh, refused) == [
+        "core.gpus_seen.hostname",
+        "marts.gpus_held.allocatable",
+    ]

@@ -1329,8 +1329,7 @@ def _findings(
     rows = []
     for run in sorted(runs.values(), key=lambda r: (r["model_name"], r["run_id"])):
         job = (
-            f"{run['cluster']}/{run['namespace']}/"
-            f"{run['kubernetes_job_name']}"
+            f"{run['cluster']}/{run['namespace']}/{run['kubernetes_job_name']}"
             if run["kubernetes_job_name"]
             else None
         )
