@@ -147,6 +147,10 @@ def test_a_warehouse_at_0023_keeps_its_rows_under_the_new_names(tmp_path: Path) 
             gpu_model=h100_name, gpu_sku="H100-SXM5-80GB",
         )  # fmt: skip
         insert(con, "core.gpu_benchmark_pods", pod_uid="p", node="n1")
+        insert(
+            con, "core.gpu_attested_devices", node_name="n1", gpu_uuid="GPU-a", device_ueid="u",
+            first_seen=T0, last_seen=T1,
+        )  # fmt: skip
         insert(con, "core.gpu_peak_reference", gpu_sku="H100-SXM5-80GB", dtype="bf16")
         insert(
             con, "core.lineage_runs", run_id="run-1", kubernetes_cluster="c1",
@@ -168,7 +172,8 @@ def test_a_warehouse_at_0023_keeps_its_rows_under_the_new_names(tmp_path: Path) 
             table: con.execute(f"SELECT count(*) FROM {table}").fetchone()
             for table in (
                 "core.nodes", "core.gpu_telemetry_series", "core.gpu_benchmarks",
-                "core.gpu_benchmark_pods", "core.gpu_peak_reference", "core.lineage_runs",
+                "core.gpu_benchmark_pods", "core.gpu_attested_devices", "core.gpu_peak_reference",
+                "core.lineage_runs",
                 "marts.gpu_hourly", "marts.gpu_daily", "marts.node_gpu_hours",
                 "marts.training_run_compute", "marts.training_run_gpus",
             )
@@ -192,6 +197,7 @@ def test_a_warehouse_at_0023_keeps_its_rows_under_the_new_names(tmp_path: Path) 
             "H100-SXM5-80GB",
         )
         assert one("SELECT node_name FROM core.gpu_benchmark_pods") == ("n1",)
+        assert one("SELECT first_seen_at, last_seen_at FROM core.gpu_attested_devices") == (T0, T1)
         assert one("SELECT gpu_model FROM core.gpu_peak_reference") == ("H100-SXM5-80GB",)
         assert one("SELECT cluster, namespace FROM core.lineage_runs") == ("c1", "team-a")
         for table in ("marts.gpu_hourly", "marts.gpu_daily"):

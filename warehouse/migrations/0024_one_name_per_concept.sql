@@ -6,6 +6,7 @@
 --   node_name: core.gpu_telemetry_series.hostname (DCGM's Hostname label, which the GPU
 --     operator sets to the node name), core.gpu_benchmarks.node, core.gpu_benchmark_pods.node.
 --   node_pool: core.nodes.pool and marts.node_gpu_hours.pool.
+--   first_seen_at / last_seen_at: core.gpu_attested_devices said first_seen / last_seen.
 --   gpu_model is annex's canonical SKU key (core.gpu_peak_reference); raw spellings keep
 --     source-named columns: gfd_product (nvidia.com/gpu.product) and nvml_device_name (DCGM's
 --     modelName, torch). core.gpu_telemetry_series.model_name said "model_name", the name of
@@ -39,6 +40,10 @@ COMMENT ON COLUMN core.gpu_benchmark_pods.node_name IS 'Node the probe pod ran o
 ALTER TABLE core.nodes RENAME COLUMN gpu_product TO gfd_product;
 ALTER TABLE core.nodes RENAME COLUMN pool TO node_pool;
 COMMENT ON COLUMN core.nodes.gfd_product IS 'GPU feature discovery''s nvidia.com/gpu.product label as written, e.g. NVIDIA-H100-80GB-HBM3 or NVIDIA-H100-80GB-HBM3-MIG-1g.10gb (canonical model: marts.gpu_models).';
+
+ALTER TABLE core.gpu_attested_devices RENAME COLUMN first_seen TO first_seen_at;
+ALTER TABLE core.gpu_attested_devices RENAME COLUMN last_seen TO last_seen_at;
+COMMENT ON COLUMN core.gpu_attested_devices.last_record_id IS 'The record behind last_seen_at.';
 
 ALTER TABLE core.gpu_peak_reference RENAME COLUMN gpu_sku TO gpu_model;
 COMMENT ON COLUMN core.gpu_peak_reference.gpu_model IS 'Canonical GPU model (annex''s SKU key), e.g. H100-SXM5-80GB (PCIe and NVL parts are other models).';
