@@ -318,7 +318,7 @@ def test_capacity_buckets_sum_to_capacity_with_fractional_interval_edges(wh: War
         wh,
         "SELECT gpu_model, nodes, capacity_gpu_hours, round(allocated_workload_share, 6) "
         "FROM marts.gpu_hours_daily_by_model",
-    ) == [("NVIDIA-H100-80GB-HBM3", 2, 32.0, round(28 / 3 / 32, 6))]
+    ) == [("H100-SXM5-80GB", 2, 32.0, round(28 / 3 / 32, 6))]  # canonical (docs/naming.md)
     assert query(
         wh,
         "SELECT node_name, node_uid, observed_hours, unavailable_gpu_hours "
@@ -722,11 +722,11 @@ def test_a_hand_built_month_holds_idle_within_allocation_and_buckets_to_capacity
 
     pools = query(
         wh,
-        "SELECT day, pool, capacity_gpu_hours, round(allocated_workload_gpu_hours, 6), "
+        "SELECT day, node_pool, capacity_gpu_hours, round(allocated_workload_gpu_hours, 6), "
         "allocated_balloon_gpu_hours, round(free_gpu_hours, 6), unavailable_gpu_hours, "
         "telemetry_gpu_hours, telemetry_only_gpu_hours, round(allocated_idle_gpu_hours, 6), "
         "round(telemetry_only_idle_gpu_hours, 6) FROM marts.gpu_hours_daily_by_pool "
-        "WHERE day IN (?, ?, ?, ?) ORDER BY day, pool",
+        "WHERE day IN (?, ?, ?, ?) ORDER BY day, node_pool",
         [day(5).date(), day(10).date(), day(21).date(), day(27).date()],
     )
     assert pools == [

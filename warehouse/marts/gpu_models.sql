@@ -24,6 +24,13 @@ spellings AS (
     SELECT gfd_product AS spelling, 'gfd_product' AS source
     FROM core.nodes WHERE gfd_product IS NOT NULL
     UNION
+    -- the GPU product a training run's producer declared (annex_trainingRun.resources), spelt
+    -- as the nodes' GFD label
+    SELECT facet ->> '$.resources.gpuProduct', 'gfd_product'
+    FROM core.lineage_current_facets
+    WHERE entity_kind = 'run' AND facet_name = 'annex_trainingRun'
+      AND facet ->> '$.resources.gpuProduct' IS NOT NULL
+    UNION
     SELECT nvml_device_name, 'nvml_device_name'
     FROM core.gpu_telemetry_series WHERE nvml_device_name IS NOT NULL
     UNION
@@ -60,7 +67,7 @@ LEFT JOIN (SELECT DISTINCT gpu_model, architecture, product_name FROM known) AS 
 LEFT JOIN models AS m ON n.source = 'gpu_model' AND m.gpu_model = n.spelling;
 
 COMMENT ON VIEW marts.gpu_models IS
-    'GPU model dimension: every spelling of a GPU model seen in the warehouse (GFD product label, NVML device name, annex SKU) and the known reference rows, mapped to the one canonical gpu_model. The only GPU model mapping the marts use (docs/naming.md).';
+    'GPU model dimension: every spelling of a GPU model seen in the warehouse (GFD product label of a node or declared for a training run, NVML device name, annex SKU) and the known reference rows, mapped to the one canonical gpu_model. The only GPU model mapping the marts use (docs/naming.md).';
 COMMENT ON COLUMN marts.gpu_models.spelling IS
     'The spelling as a source wrote it, e.g. NVIDIA-H100-80GB-HBM3-MIG-1g.10gb (GFD), NVIDIA H100 80GB HBM3 (NVML), H100-SXM5-80GB (annex).';
 COMMENT ON COLUMN marts.gpu_models.source IS

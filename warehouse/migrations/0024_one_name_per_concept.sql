@@ -12,8 +12,8 @@
 --     modelName, torch). core.gpu_telemetry_series.model_name said "model_name", the name of
 --     the AI model everywhere else.
 --   marts.gpu_hourly / gpu_daily: the DCGM spelling moves to nvml_device_name and a canonical
---     gpu_model is added, filled here from marts.gpu_models (created below as the file
---     warehouse/marts/gpu_models.sql stood; every migrate re-creates it from the file).
+--     gpu_model is added, filled here from marts.gpu_models (created below as a copy of
+--     warehouse/marts/gpu_models.sql for the backfill; every migrate re-creates it from the file).
 --   marts.node_gpu_hours.gpu_product held a GFD label or a DCGM name: it becomes the canonical
 --     gpu_model; marts.training_run_compute.declared_gpu_product becomes declared_gpu_model.
 
@@ -24,18 +24,18 @@ COMMENT ON COLUMN core.lineage_runs.namespace IS 'annex_trainingRun.kubernetes.n
 
 ALTER TABLE core.gpu_telemetry_series RENAME COLUMN hostname TO node_name;
 ALTER TABLE core.gpu_telemetry_series RENAME COLUMN model_name TO nvml_device_name;
-COMMENT ON COLUMN core.gpu_telemetry_series.node_name IS 'Node name: DCGM''s Hostname label, which the GPU operator sets to the Kubernetes node name.';
+COMMENT ON COLUMN core.gpu_telemetry_series.node_name IS 'Node the exporter runs on: DCGM''s Hostname (or hostname) label, which the GPU operator sets to the Kubernetes node name.';
 COMMENT ON COLUMN core.gpu_telemetry_series.nvml_device_name IS 'NVML device name as DCGM''s modelName label spells it, e.g. NVIDIA H100 80GB HBM3 (canonical model: marts.gpu_models).';
 
 ALTER TABLE core.gpu_benchmarks RENAME COLUMN node TO node_name;
 ALTER TABLE core.gpu_benchmarks RENAME COLUMN gpu_model TO nvml_device_name;
 ALTER TABLE core.gpu_benchmarks RENAME COLUMN gpu_sku TO gpu_model;
-COMMENT ON COLUMN core.gpu_benchmarks.node_name IS 'Node the probe ran on.';
+COMMENT ON COLUMN core.gpu_benchmarks.node_name IS 'Node the probe ran on (checked against the pod''s spec.nodeName).';
 COMMENT ON COLUMN core.gpu_benchmarks.nvml_device_name IS 'NVML device name the probe read through torch, e.g. NVIDIA H100 80GB HBM3.';
 COMMENT ON COLUMN core.gpu_benchmarks.gpu_model IS 'Canonical GPU model (annex''s SKU key, core.gpu_peak_reference) matched from nvml_device_name at ingest; NULL when annex has no peak for it.';
 
 ALTER TABLE core.gpu_benchmark_pods RENAME COLUMN node TO node_name;
-COMMENT ON COLUMN core.gpu_benchmark_pods.node_name IS 'Node the probe pod ran on.';
+COMMENT ON COLUMN core.gpu_benchmark_pods.node_name IS 'spec.nodeName of the pod.';
 
 ALTER TABLE core.nodes RENAME COLUMN gpu_product TO gfd_product;
 ALTER TABLE core.nodes RENAME COLUMN pool TO node_pool;
@@ -90,6 +90,13 @@ models AS (
 spellings AS (
     SELECT gfd_product AS spelling, 'gfd_product' AS source
     FROM core.nodes WHERE gfd_product IS NOT NULL
+    UNION
+    -- the GPU product a training run's producer declared (annex_trainingRun.resources), spelt
+    -- as the nodes' GFD label
+    SELECT facet ->> '$.resources.gpuProduct', 'gfd_product'
+    FROM core.lineage_current_facets
+    WHERE entity_kind = 'run' AND facet_name = 'annex_trainingRun'
+      AND facet ->> '$.resources.gpuProduct' IS NOT NULL
     UNION
     SELECT nvml_device_name, 'nvml_device_name'
     FROM core.gpu_telemetry_series WHERE nvml_device_name IS NOT NULL

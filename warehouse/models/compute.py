@@ -431,7 +431,7 @@ SELECT
     median(b.frac_peak_flops) AS frac_peak,
     list(DISTINCT b.record_id ORDER BY b.record_id) AS record_ids
 FROM (SELECT DISTINCT run_id, cluster, node_name, gpu_product FROM cmp_alloc) AS a
-JOIN core.gpu_benchmarks AS b ON b.cluster = a.cluster AND b.node = a.node_name
+JOIN core.gpu_benchmarks AS b ON b.cluster = a.cluster AND b.node_name = a.node_name
 WHERE b.benchmark = 'gemm' AND b.frac_peak_flops IS NOT NULL AND coalesce(b.correct, true)
 GROUP BY a.run_id, a.gpu_product, b.dtype
 """
