@@ -98,8 +98,8 @@ class WarehouseSettings:
     """DuckDB's ``memory_limit`` for every connection annex opens, as DuckDB spells it (``"4GB"``,
     ``"2GiB"``, ``"50%"`` of RAM); past it DuckDB spills to a ``.tmp`` folder beside the file
     instead of growing. None: DuckDB's default, 80% of RAM, which a shared machine may not
-    have to spare (a 200,000-event lineage collection peaks at 5.9 GB unlimited, 3.3 GB with
-    ``"2GB"``)."""
+    have to spare (how much a large collection takes, with and without a cap: deploy/RUNBOOK.md,
+    Memory)."""
 
     @property
     def resolved_published_path(self) -> Path:
@@ -156,6 +156,10 @@ class TelemetrySettings:
     request_timeout_seconds: float = 30.0
     max_response_bytes: int = 512 * 1024 * 1024
     """A response larger than this is refused rather than read into memory."""
+    window_end: datetime | None = None
+    """Read the window ending at this moment (UTC, rounded down to the step) instead of now:
+    for a backfill, or for reading the evidence of a given moment again; ``annex demo`` sets
+    its simulated world's present, so a rerun reads the same samples. None: now."""
 
 
 @dataclass(frozen=True)
@@ -352,6 +356,17 @@ class ModelRegistrySettings:
 
 
 @dataclass(frozen=True)
+class ExportSettings:
+    """``[export]``: where the Dagster export job writes ``annex export``'s Parquet."""
+
+    dir: Path | None = None
+    """The export folder; None: ``export/`` beside the warehouse file."""
+
+    def resolved_dir(self, warehouse: WarehouseSettings) -> Path:
+        return self.dir if self.dir is not None else Path(warehouse.path).parent / "export"
+
+
+@dataclass(frozen=True)
 class ComputeSettings:
     """``[compute]``: the factors of the training compute and energy figures."""
 
@@ -384,6 +399,7 @@ class Settings:
     serve: ServeSettings = field(default_factory=ServeSettings)
     models: ModelRegistrySettings = field(default_factory=ModelRegistrySettings)
     compute: ComputeSettings = field(default_factory=ComputeSettings)
+    export: ExportSettings = field(default_factory=ExportSettings)
     topology_profiles: Mapping[str, tuple[tuple[str, ...], ...]] = field(
         default_factory=lambda: dict(TOPOLOGY_PRESETS)
     )
@@ -683,6 +699,7 @@ def _validate(
         max_response_bytes=tel.number(
             "max_response_bytes", int, 512 * 1024 * 1024, minimum=1024, maximum=1 << 36
         ),
+        window_end=_utc_moment(tel, "window_end"),
     )
     tel.finish()
 
@@ -715,6 +732,7 @@ def _validate(
     serve = _serve(top.get("serve", dict, {}), source, origin, base)
     models = _models(top.get("models", dict, {}), source, origin, base)
     compute = _compute(top.get("compute", dict, {}), source, origin, base)
+    export = _export(top.get("export", dict, {}), source, origin, base)
     top.finish()
 
     return Settings(
@@ -728,6 +746,7 @@ def _validate(
         serve=serve,
         models=models,
         compute=compute,
+        export=export,
         topology_profiles=profiles,
         source=source,
     )
@@ -1096,6 +1115,16 @@ def _models(
     folder = reader.path("dir", ModelRegistrySettings.dir) or ModelRegistrySettings.dir
     reader.finish()
     return ModelRegistrySettings(dir=folder)
+
+
+def _export(
+    table: Any, source: str, origin: Mapping[str, str], base: Path | None
+) -> ExportSettings:
+    reader = _Reader(table, "export", source, origin, base)
+    # a folder, so relative to the working directory like models.dir
+    folder = reader.path("dir", None)
+    reader.finish()
+    return ExportSettings(dir=folder)
 
 
 def _compute(

@@ -11,8 +11,10 @@ import dagster as dg
 
 from pipelines.defs import attestation, cluster_state, gpu_evidence, lineage
 from pipelines.defs import compute as compute_defs
+from pipelines.defs import export as export_defs
 from pipelines.defs import reports as report_defs
 from pipelines.defs import watch as watch_defs
+from pipelines.defs.catalog import catalogued
 from pipelines.defs.resources import build_resources
 
 
@@ -20,9 +22,11 @@ def build_defs(config_path: str | None = None) -> dg.Definitions:
     """The code location with resources reading ``config_path``.
 
     ``annex demo`` and ``annex run`` execute these same definitions in-process, pointed at the
-    settings file they were given, so a CLI run and a ``dagster dev`` run share one job.
+    settings file they were given, so a CLI run and a ``dagster dev`` run share one job. Every
+    asset's owner, tags, freshness and column schema are applied here, in one place
+    (``pipelines.defs.catalog``).
     """
-    return dg.Definitions.merge(
+    sources = dg.Definitions.merge(
         cluster_state.defs,
         gpu_evidence.defs,
         attestation.defs,
@@ -30,7 +34,10 @@ def build_defs(config_path: str | None = None) -> dg.Definitions:
         compute_defs.defs,
         report_defs.defs,
         watch_defs.defs,
-        dg.Definitions(resources=build_resources(config_path)),
+        export_defs.defs,
+    )
+    return dg.Definitions.merge(
+        catalogued(sources), dg.Definitions(resources=build_resources(config_path))
     )
 
 

@@ -71,20 +71,6 @@ class RunOutcome:
     def checks_passed(self) -> bool:
         return all(check.passed for check in self.checks)
 
-    def describe(self) -> str:
-        """One line for the terminal: run id, outcome, check tally."""
-        where = f" for cluster {self.partition!r}" if self.partition else ""
-        status = "succeeded" if self.success else "failed"
-        passed = sum(check.passed for check in self.checks)
-        failed = [f"{c.name} ({c.severity})" for c in self.checks if not c.passed]
-        if not self.checks:
-            tally = "no checks ran"
-        elif failed:
-            tally = f"{passed} of {len(self.checks)} checks passed; failed: " + ", ".join(failed)
-        else:
-            tally = f"all {len(self.checks)} checks passed"
-        return f"dagster run {self.run_id} ({self.job_name}{where}): {status}, {tally}"
-
 
 @contextmanager
 def dagster_instance() -> Iterator[dg.DagsterInstance]:
@@ -141,17 +127,16 @@ def ensure_partitions(instance: dg.DagsterInstance, names: Sequence[str]) -> Non
 
 
 @contextmanager
-def temporary_partition(instance: dg.DagsterInstance, name: str) -> Iterator[None]:
-    """A ``clusters`` partition for the length of a run, e.g. the demo's simulated cluster.
+def cluster_partition(instance: dg.DagsterInstance, name: str) -> Iterator[None]:
+    """A ``clusters`` partition for a run (e.g. the demo's simulated cluster), kept afterwards.
 
-    Removed afterwards (its runs stay in the history) so that the hourly schedule of a
-    persistent instance does not try to collect a cluster that no longer exists.
+    Kept so that ``make dev`` after ``make demo`` shows the demo cluster's partition with its
+    materialisations in the instance the demo recorded its runs in. The hourly schedules are
+    stopped by default; turned on, they would try to collect the demo cluster once its
+    simulator is gone, and the run-failure sensor would record that gap as it should.
     """
     ensure_partitions(instance, [name])
-    try:
-        yield
-    finally:
-        instance.delete_dynamic_partition(CLUSTERS_PARTITIONS_NAME, name)
+    yield
 
 
 def resolve_job(
@@ -166,7 +151,9 @@ def resolve_job(
     if selection is None:
         return _quietly(lambda: defs.resolve_job_def(name or inventory_job.name))
     try:
-        job = dg.define_asset_job(SELECTED_JOB, selection=dg.AssetSelection.from_string(selection))
+        # (the warehouse's tables are external assets in the catalog: a job runs their writers)
+        chosen = dg.AssetSelection.from_string(selection).materializable()
+        job = dg.define_asset_job(SELECTED_JOB, selection=chosen)
         return _quietly(
             lambda: dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(
                 SELECTED_JOB
@@ -174,7 +161,9 @@ def resolve_job(
         )
     except Exception as exc:  # Dagster raises several kinds for bad syntax or empty selections
         assets = ", ".join(
-            sorted(key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys())
+            sorted(
+                key.to_user_string() for key in defs.resolve_asset_graph().materializable_asset_keys
+            )
         )
         raise ConfigError(
             f"--select {selection!r} selects nothing runnable ({_first_line(exc)}); "
@@ -241,13 +230,17 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
     lines.append(f"priority_classes = {_toml(k8s.balloons.priority_classes)}")
     for section, values in (("telemetry", settings.telemetry), ("gpubench", settings.gpubench)):
         lines += ["", f"[{section}]"]
-        lines += [f"{key} = {_toml(value)}" for key, value in vars(values).items()]
+        lines += [
+            f"{key} = {_toml(value)}" for key, value in vars(values).items() if value is not None
+        ]
     for name, levels in settings.topology_profiles.items():
         if TOPOLOGY_PRESETS.get(name) != levels:
             lines += ["", f"[topology.profiles.{_toml(name)}]", f"levels = {_toml(levels)}"]
     lines += _attestation_lines(settings)
     lines += _lineage_lines(settings)
     lines += ["", "[models]", f"dir = {_toml(settings.models.dir.absolute())}"]
+    if settings.export.dir is not None:
+        lines += ["", "[export]", f"dir = {_toml(settings.export.dir.absolute())}"]
     lines += ["", "[compute]"]
     lines += [
         f"{key} = {_toml(value)}"

@@ -49,11 +49,13 @@ def known_probe_pods(wh: Warehouse, cluster: str) -> frozenset[str]:
 def telemetry_window(
     settings: Settings, *, start: datetime | None = None, end: datetime | None = None
 ) -> tuple[datetime, datetime]:
-    """``[start, end]`` in UTC: by default the last ``telemetry.window_seconds`` up to now,
-    with ``end`` rounded down to the step so that consecutive windows line up."""
+    """``[start, end]`` in UTC: by default the last ``telemetry.window_seconds`` up to now (or
+    up to ``telemetry.window_end`` when set), with that end rounded down to the step so that
+    consecutive windows line up."""
     step = settings.telemetry.step_seconds
     if end is None:
-        now = datetime.now(UTC)
+        fixed = settings.telemetry.window_end
+        now = datetime.now(UTC) if fixed is None else fixed.replace(tzinfo=UTC)
         end = datetime.fromtimestamp(int(now.timestamp()) // step * step, UTC)
     if start is None:
         start = end - timedelta(seconds=settings.telemetry.window_seconds)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from simulator.kubernetes import SimulatedCluster
 from simulator.world import MAX_NODES, build_world
+from simulator.world.features import check_features
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
         help="changes per second while serving (jobs finish and start)",
     )
     kube.add_argument(
+        "--features",
+        default="",
+        metavar="LIST",
+        help="opt-in world parts, comma-separated: dra, sharing, kueue (default: none)",
+    )
+    kube.add_argument(
         "--telemetry-port",
         type=int,
         metavar="PORT",
@@ -57,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         return _lineage(args)
 
     started = time.perf_counter()
-    world = build_world(args.nodes, seed=args.seed)
+    features = {f.strip() for f in args.features.split(",") if f.strip()}
+    try:
+        check_features(features)
+    except ValueError as error:
+        parser.error(str(error))
+    world = build_world(args.nodes, seed=args.seed, features=features)
     cluster = SimulatedCluster(
         world,
         host=args.host,

@@ -33,6 +33,7 @@ from annex.errors import CollectionError, WarehouseError, WarehouseSpaceError
 from warehouse.connection import OnWait, Warehouse, notify
 from warehouse.migrate import utc_now
 from warehouse.publish import mark_stale, read_stale
+from warehouse.publish_failures import publish_failed_collections_locked
 from warehouse.space import out_of_space, room_needed
 from warehouse.staging import SinkFactory, Stager
 from warehouse.transaction import roll_back
@@ -133,6 +134,7 @@ def load_collection(
         collection_id = str(uuid.uuid4())
         what = _describe(collection_id, model.source, cluster)
         tally = _Tally()
+        failure_to_publish = False
         try:
             con = wh._connect_live()
         except WarehouseError as exc:
@@ -161,9 +163,12 @@ def load_collection(
             except BaseException as exc:
                 interrupted = isinstance(exc, KeyboardInterrupt | duckdb.InterruptException)
                 status = "interrupted" if interrupted else "failed"
+                recorded = _record_failure(con, collection_id, status, exc)
+                # (on a full disk the copy would fail too, and take room the rerun needs)
+                failure_to_publish = recorded and not interrupted and not out_of_space(exc)
                 audit = (
                     "its row in audit.collections says failed"
-                    if _record_failure(con, collection_id, status, exc)
+                    if recorded
                     else "its row in audit.collections could not be updated (no room) and the "
                     "next run marks it interrupted"
                 )
@@ -180,6 +185,8 @@ def load_collection(
                 raise _loaded_but_not_checkpointed(wh, what, exc, publish) from exc
         finally:
             con.close()
+            if failure_to_publish:
+                _publish_failure(wh)
         if publish:
             try:
                 publish_started = time.perf_counter()
@@ -521,6 +528,16 @@ def _record_failure(
         log.error("could not record failure of collection %s: %s", collection_id, record_error)
         return False
     return True
+
+
+def _publish_failure(wh: Warehouse) -> None:
+    """Show the failed collection in the analysts' copy (``warehouse.publish_failures``), its
+    data left as last published; a failure to do so is logged, never raised over the
+    collection's own error."""
+    try:
+        publish_failed_collections_locked(wh)
+    except Exception as exc:  # the collection's own error is the one to raise
+        log.warning("%s", exc)
 
 
 def _finished_at(con: duckdb.DuckDBPyConnection, collection_id: str) -> datetime | None:

@@ -62,7 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Settings: annex.toml (see annex.example.toml); ANNEX_WAREHOUSE sets the warehouse.",
     )
-    parser.add_argument("--version", action="version", version=f"annex {__version__}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"annex {__version__}",
+        help="print annex's version and exit",
+    )
     parser.add_argument(
         "--config", metavar="PATH", help="settings file (default: $ANNEX_CONFIG or ./annex.toml)"
     )
@@ -94,11 +99,13 @@ def report_failure(exc: BaseException, *, debug: bool = False) -> int:
     if isinstance(exc, AnnexError):
         if debug:
             log.error("failed", exc_info=exc)
-        print(f"annex: error: {exc.message}", file=sys.stderr)
+        from annex.cli.hints import runnable
+
+        print(f"annex: error: {runnable(exc.message)}", file=sys.stderr)
         for note in getattr(exc, "__notes__", ()):
-            print(f"  note: {note}", file=sys.stderr)
+            print(f"  note: {runnable(note)}", file=sys.stderr)
         if exc.hint:
-            print(f"  hint: {exc.hint}", file=sys.stderr)
+            print(f"  hint: {runnable(exc.hint)}", file=sys.stderr)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         print("annex: interrupted", file=sys.stderr)

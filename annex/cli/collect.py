@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from annex.cli.arguments import iso_time, positive_int
+from annex.cli.counts import plural
 from annex.errors import ConfigError
 from annex.settings import ClusterSettings, Settings
 
@@ -269,7 +270,7 @@ def _attestation_cluster(args: argparse.Namespace, settings: Settings) -> str:
         "which cluster sent these attestations? "
         + (f"several are configured ({configured})" if configured else "none is configured"),
         hint="pass --cluster NAME: the name its inventory is collected under "
-        "(annex collect cluster), so attestations join with its nodes",
+        "(`annex collect cluster`), so attestations join with its nodes",
     )
 
 
@@ -335,8 +336,8 @@ def cmd_collect_attestations(args: argparse.Namespace, settings: Settings) -> in
     verdicts = ", ".join(f"{n:,} {v}" for v, n in sorted(stats.verdicts.items())) or "none"
     reasons = ", ".join(f"{r} {n:,}" for r, n in stats.reasons.most_common(8))
     print(
-        f"{stats.files_read:,} files: {stats.submissions:,} submissions, "
-        f"{stats.records:,} tokens ({verdicts}{'; ' + reasons if reasons else ''}), "
+        f"{plural(stats.files_read, 'file')}: {plural(stats.submissions, 'submission')}, "
+        f"{plural(stats.records, 'token')} ({verdicts}{'; ' + reasons if reasons else ''}), "
         f"{stats.rejected:,} rejected; {archived}",
         file=sys.stderr,
     )
@@ -370,7 +371,7 @@ def cmd_collect_lineage(args: argparse.Namespace, settings: Settings) -> int:
     _report(outcome.result, "lineage", settings)
     reasons = ", ".join(f"{r} {n:,}" for r, n in stats.reasons.most_common(8))
     print(
-        f"{stats.files_read:,} files: {stats.events:,} events "
+        f"{plural(stats.files_read, 'file')}: {plural(stats.events, 'event')} "
         f"({stats.repeated:,} repeated left out), {stats.rejected:,} rejected"
         f"{' (' + reasons + ')' if reasons else ''}; {archived}",
         file=sys.stderr,

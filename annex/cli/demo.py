@@ -26,10 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annex.cli.arguments import positive_int
+from annex.cli.counts import noun, plural
+from annex.cli.hints import annex_command, next_steps
 from annex.errors import ConfigError
 from annex.settings import ClusterSettings, Settings, load_settings
 
 if TYPE_CHECKING:
+    from annex.cli.stages import Stages
     from pipelines.execution import RunOutcome
 
 HISTORY_DAYS = 1
@@ -199,19 +202,58 @@ def register(commands: Any) -> None:
     demo = commands.add_parser(
         "demo",
         help="simulate a GPU cluster, collect it into the warehouse, print the fleet summary",
+        description=(
+            "Build a seeded, simulated GPU cluster (Kubernetes API, DCGM telemetry through a "
+            "Prometheus API, attestation issuers and agents, an OpenLineage producer), run "
+            "every collection through the same Dagster jobs as production into the warehouse "
+            "(ANNEX_WAREHOUSE or [warehouse] path), then print the fleet summary, each "
+            "model's training compute and render the reports. A few minutes at the default "
+            "size. Rerun with the same --seed and --nodes on the same warehouse: the same "
+            "world, the same figures. Some findings are planted by the simulator and are "
+            "marked as expected."
+        ),
     )
-    demo.add_argument("--nodes", type=positive_int, default=DEMO_DEFAULT_NODES)
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument(
+        "--nodes",
+        type=positive_int,
+        default=DEMO_DEFAULT_NODES,
+        metavar="N",
+        help=f"GPU cluster size in nodes, 1-7500 (default: {DEMO_DEFAULT_NODES}; 40 takes "
+        "about a minute)",
+    )
+    demo.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="world seed: the same seed and size build the same world (default: 0)",
+    )
     demo.add_argument(
         "--out",
         type=Path,
         default=Path(".demo"),
-        help="folder for the simulator's kubeconfig (default: .demo)",
+        metavar="DIR",
+        help="folder for the simulator's kubeconfig, the demo's settings, spools and reports "
+        "(default: .demo)",
+    )
+    demo.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines on stderr (the results still go to stdout)",
     )
     demo.set_defaults(run=cmd_demo)
 
 
+COLLECTION_JOBS = ("cluster_inventory_job", "gpu_benchmarks_job", "gpu_telemetry_job")
+"""The pulled evidence, collected first, in this order (the later jobs join with it)."""
+DEMO_STAGES = len(COLLECTION_JOBS) + 7
+"""The world, the pulled collections, attestations pushed then collected, lineage sent then
+collected, compute, the reports: the demo's progress counts these."""
+
+
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from annex.cli.expected import describe_planted
+    from annex.cli.stages import Stages
     from simulator.kubernetes import SimulatedCluster
     from simulator.telemetry import TelemetryServer
     from simulator.world import build_world
@@ -219,12 +261,16 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     if args.nodes > 7500:
         raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
     args.out.mkdir(parents=True, exist_ok=True)
-    print(f"building a simulated GPU cluster of {args.nodes} nodes (seed {args.seed})…")
+    stages = Stages(DEMO_STAGES, quiet=args.quiet)
     # The world's present is this moment, so that what annex collects now (the inventory,
     # telemetry, attestations pushed live) and the world's history line up in time; a rerun on
     # a warehouse that holds the demo's evidence rebuilds the same world (the same run ids, Job
     # uids and event ids), so it collects the same evidence again and changes no figure.
-    world = build_world(nodes=args.nodes, seed=args.seed, now=_demo_world_clock(settings, args))
+    clock = _demo_world_clock(settings, args)
+    with stages.stage(
+        f"building a simulated GPU cluster of {plural(args.nodes, 'node')} (seed {args.seed})"
+    ):
+        world = build_world(nodes=args.nodes, seed=args.seed, now=clock)
     # the simulated Prometheus's present is the world's: the same world serves the same
     # samples, however much later a rerun asks
     present = world.now.timestamp()
@@ -233,7 +279,10 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         TelemetryServer(world, clock=lambda: present) as telemetry,
     ):
         kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
-        print(f"serving it at {cluster.url} (kubeconfig: {kubeconfig})")
+        print(
+            f"simulated GPU cluster of {plural(args.nodes, 'node')} (seed {args.seed}) serving "
+            f"at {cluster.url} (kubeconfig: {kubeconfig})"
+        )
         print(f"serving its DCGM telemetry through a Prometheus API at {telemetry.prometheus_url}")
         target = ClusterSettings(
             name=DEMO_CLUSTER,
@@ -242,60 +291,84 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
             prometheus_url=telemetry.prometheus_url,
         )
         config = args.out / "annex.toml"
+        # the telemetry window ends at the world's present, not at the wall clock: a rerun
+        # reads the same samples, so it gives the same figures
+        at_present = replace(
+            settings, telemetry=replace(settings.telemetry, window_end=_naive_utc(world.now))
+        )
         outcomes = [
-            _run_through_dagster(settings, target, config, job)
-            for job in ("cluster_inventory_job", "gpu_benchmarks_job", "gpu_telemetry_job")
+            _run_through_dagster(at_present, target, config, job, stages) for job in COLLECTION_JOBS
         ]
         first_run = not _has_attestations(settings, target.name)
-        with simulated_attestations(
-            settings, world, args.out, seed=args.seed, first_run=first_run
-        ) as attestations:
+        with contextlib.ExitStack() as pushed:
+            with stages.stage("pushing the confidential nodes' attestations to the intake"):
+                attestations = pushed.enter_context(
+                    simulated_attestations(
+                        settings, world, args.out, seed=args.seed, first_run=first_run
+                    )
+                )
             print(
-                f"confidential nodes pushed {attestations.accepted} of {attestations.pushed} "
-                f"attestation submissions to annex's intake at {attestations.intake_url}"
+                f"confidential nodes pushed {attestations.accepted} of "
+                f"{plural(attestations.pushed, 'attestation submission')} to annex's intake at "
+                f"{attestations.intake_url}"
                 + (
-                    f"; {attestations.history_files} earlier ones wait in a shared folder"
+                    f"; {plural(attestations.history_files, 'earlier one')} "
+                    f"{noun(attestations.history_files, 'waits', 'wait')} in a shared folder"
                     if attestations.history_files
                     else ""
                 )
             )
             outcomes.append(
-                _run_through_dagster(attestations.settings, target, config, "attestation_job")
+                _run_through_dagster(
+                    attestations.settings, target, config, "attestation_job", stages
+                )
             )
-        with simulated_lineage(settings, world, args.out, cluster=target.name) as lineage:
+        with contextlib.ExitStack() as sent:
+            with stages.stage("sending the training pipelines' OpenLineage events"):
+                lineage = sent.enter_context(
+                    simulated_lineage(settings, world, args.out, cluster=target.name)
+                )
             print(
-                f"the training pipelines' OpenLineage producer sent {lineage.events} events "
-                f"(shuffled, some twice) in {lineage.requests} requests to {lineage.intake_url}"
+                f"the training pipelines' OpenLineage producer sent "
+                f"{plural(lineage.events, 'event')} (shuffled, some twice) in "
+                f"{plural(lineage.requests, 'request')} to {lineage.intake_url}"
             )
-            outcomes.append(_run_through_dagster(lineage.settings, target, config, "lineage_job"))
+            outcomes.append(
+                _run_through_dagster(lineage.settings, target, config, "lineage_job", stages)
+            )
             # figures as of the simulated world's present: the evidence of its moment, so a
             # rerun on the same warehouse (the same world) gives the same figures
-            present = world.now.astimezone(UTC).replace(tzinfo=None)
+            present_day = _naive_utc(world.now)
             as_of = replace(
                 lineage.settings,
                 compute=replace(
-                    lineage.settings.compute, as_of=lineage.settings.compute.as_of or present
+                    lineage.settings.compute, as_of=lineage.settings.compute.as_of or present_day
                 ),
             )
-            outcomes.append(_run_through_dagster(as_of, target, config, "compute_job"))
+            outcomes.append(_run_through_dagster(as_of, target, config, "compute_job", stages))
     from annex.cli.summary import print_fleet_summary
 
     print_fleet_summary(settings)
+    print(describe_planted(world))
     largest = _print_compute(settings)
     from services.reports import render_demo_reports
 
     # the per-model reports for the model with the most training compute (each takes seconds)
-    render_demo_reports(lineage.settings, args.out, models=largest[:1])
+    with stages.stage("rendering the reports"):
+        render_demo_reports(lineage.settings, args.out, models=largest[:1])
     runs = "\n".join(f"dagster run: {o.run_id} ({o.job_name})" for o in outcomes)
+    model = largest[0] if largest else "NAME"
     print(
         f"\nwarehouse: {settings.warehouse.path} "
         f"(analysts' copy: {settings.warehouse.resolved_published_path})\n"
         f"{runs}\n"
-        'next: annex sql -c "select * from marts.fleet_summary"\n'
-        '      annex sql -c "select * from marts.gpu_degraded"\n'
-        '      annex sql -c "select * from marts.attestation_coverage_daily"\n'
-        '      annex sql -c "select * from marts.lineage_eu_summary_size"\n'
-        "      annex compute --model annex-lm-400b --no-refresh"
+        + next_steps(
+            'sql -c "select * from marts.fleet_summary"',
+            'sql -c "select * from marts.gpu_degraded"',
+            'sql -c "select * from marts.attestation_coverage_daily"',
+            'sql -c "select * from marts.lineage_eu_summary_size"',
+            f"compute --model {model} --no-refresh",
+        )
     )
     return 0
 
@@ -303,21 +376,32 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 def _print_compute(settings: Settings) -> list[str]:
     """The models' cumulative training compute and where they stand against Article 51;
     returns the model names, the largest compute first."""
-    from rich.console import Console
     from rich.table import Table
 
+    from annex.cli.expected import EXPECTED_CHECK_FAILURES, NOTE
+    from annex.cli.tables import Screen
     from reports.numbers import terse
     from services.compute import compute_overview
 
     rows = compute_overview(settings)
-    table = Table(title="Training compute per model (annex compute --model NAME: bands, gaps)")
+    table = Table(
+        title=f"Training compute per model ({annex_command('compute --model NAME')}: bands, gaps)",
+        title_justify="left",
+        caption=f"{NOTE}: {EXPECTED_CHECK_FAILURES['compute_thresholds_clear']}",
+        caption_justify="left",
+    )
     for column in ("model", "FLOP", "method", "MWh", "Article 51"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     for model, compute, methods, mwh, thresholds in rows:
         energy = "-" if mwh is None else str(mwh)
         table.add_row(model, terse(compute), methods or "-", energy, thresholds or "-")
-    Console().print(table)
+    Screen().print_table(table)
     return [row[0] for row in rows]
+
+
+def _naive_utc(moment: datetime) -> datetime:
+    """A zoned moment as the naive UTC that settings hold."""
+    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def _demo_world_clock(settings: Settings, args: argparse.Namespace) -> datetime:
@@ -366,28 +450,37 @@ def _has_attestations(settings: Settings, cluster: str) -> bool:
 
 
 def _run_through_dagster(
-    settings: Settings, target: ClusterSettings, config_path: Path, job_name: str
+    settings: Settings,
+    target: ClusterSettings,
+    config_path: Path,
+    job_name: str,
+    stages: Stages,
 ) -> RunOutcome:
     """Run ``job_name`` in-process for ``target``'s partition; raise if the run failed.
 
     The Dagster resources read settings from a file, so ``settings`` with only ``target`` as
-    its cluster are written to ``config_path`` first.
+    its cluster are written to ``config_path`` first. The run's line says which failed checks
+    the simulated world fails on purpose (``annex.cli.expected``).
     """
+    from annex.cli.expected import check_notes
+    from annex.cli.run import describe_run
     from annex.errors import CollectionError
     from pipelines.execution import (
+        cluster_partition,
         dagster_instance,
         resolve_job,
         run_job,
-        temporary_partition,
         write_settings,
     )
 
-    print(f"running Dagster job {job_name} for partition {target.name}…")
-    config = write_settings(settings, [target], config_path).absolute()
-    job = resolve_job(config, name=job_name)
-    with dagster_instance() as instance, temporary_partition(instance, target.name):
-        outcome = run_job(job, instance, target.name)
-    print(outcome.describe())
+    with stages.stage(f"running Dagster job {job_name} for partition {target.name}"):
+        config = write_settings(settings, [target], config_path).absolute()
+        job = resolve_job(config, name=job_name)
+        with dagster_instance() as instance, cluster_partition(instance, target.name):
+            outcome = run_job(job, instance, target.name)
+    print(describe_run(outcome))
+    for note in check_notes(outcome):
+        print(note)
     if not outcome.success:
         raise CollectionError(
             f"dagster run {outcome.run_id} ({job_name}) failed at {outcome.failure}",

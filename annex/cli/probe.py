@@ -23,12 +23,35 @@ def register(commands: Any) -> None:
             "Triton benchmark suite once on each of NODES GPU nodes; apply it with kubectl."
         ),
     )
-    manifest.add_argument("--nodes", type=positive_int, required=True, help="GPU nodes to probe")
-    manifest.add_argument("--gpus-per-node", type=positive_int, default=8)
-    manifest.add_argument("--image", required=True, help="container image with annex[gpu]")
-    manifest.add_argument("--namespace", default=None, help="default: [gpubench] namespace")
-    manifest.add_argument("--deadline-seconds", type=positive_int, default=3600)
-    manifest.add_argument("--output", "-o", type=Path, help="file to write (default: stdout)")
+    manifest.add_argument(
+        "--nodes", type=positive_int, required=True, metavar="N", help="GPU nodes to probe"
+    )
+    manifest.add_argument(
+        "--gpus-per-node",
+        type=positive_int,
+        default=8,
+        metavar="N",
+        help="GPUs each probe pod requests: all of a node's GPUs (default: 8)",
+    )
+    manifest.add_argument(
+        "--image", required=True, metavar="IMAGE", help="container image with annex[gpu]"
+    )
+    manifest.add_argument(
+        "--namespace",
+        default=None,
+        help="namespace of the probe Job (default: the [gpubench] namespace setting)",
+    )
+    manifest.add_argument(
+        "--deadline-seconds",
+        type=positive_int,
+        default=3600,
+        metavar="SECONDS",
+        help="the Job's activeDeadlineSeconds: Kubernetes stops probes still running after "
+        "it (default: 3600)",
+    )
+    manifest.add_argument(
+        "--output", "-o", type=Path, metavar="PATH", help="file to write (default: stdout)"
+    )
     manifest.set_defaults(run=cmd_probe_manifest)
 
 

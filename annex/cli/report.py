@@ -7,10 +7,14 @@ the PDF's path and what it rests on.
 from __future__ import annotations
 
 import argparse
+import shutil
+import textwrap
+from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from annex.cli.counts import plural
 from annex.settings import Settings
 
 DEFAULT_OUTPUT = Path("annex-reports")
@@ -25,17 +29,18 @@ def register(commands: Any) -> None:
         "report",
         help="render a report (PDF/A-3b with its evidence attached)",
         description=(
-            "Render a report from the published (read-only) warehouse copy as a PDF/A-3b "
-            "file with its evidence tables and manifest attached. Without --period or "
-            "--from/--to: the last whole month. Reports: "
-            + " ".join(f"{d.name}: {d.summary}" for d in definitions.values())
+            "Render a report from the published (read-only) warehouse copy as a PDF/A-3b\n"
+            "file with its evidence tables and manifest attached. Without --period or\n"
+            "--from/--to: the last whole month."
         ),
+        epilog=_report_list(definitions.values()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     report.add_argument(
         "name",
         choices=sorted(definitions),
         metavar="NAME",
-        help="the report: " + ", ".join(sorted(definitions)),
+        help="the report (listed below): " + ", ".join(sorted(definitions)),
     )
     report.add_argument(
         "--model",
@@ -104,12 +109,26 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         )
     print(
         f"  {scope}, data cut-off {manifest['data_cutoff'] or 'none'}, "
-        f"{len(manifest['collections'])} collections, {len(manifest['tables'])} evidence tables"
+        f"{plural(len(manifest['collections']), 'collection')}, "
+        f"{plural(len(manifest['tables']), 'evidence table')}"
     )
     print(f"  evidence digest sha256:{manifest['evidence_digest']}")
     if result.refused:
-        print(f"  the renderer refused {len(result.refused)} requests (logged above)")
+        print(f"  the renderer refused {plural(len(result.refused), 'request')} (logged above)")
     return 0
+
+
+def _report_list(definitions: Iterable[Any]) -> str:
+    """The reports, one a line: its name, then its summary wrapped beneath at the terminal's
+    width (``RawDescriptionHelpFormatter`` keeps these lines as they are)."""
+    width = max(40, min(shutil.get_terminal_size().columns, 100) - 2)
+    lines = ["reports:"]
+    for definition in definitions:
+        lines.append(f"  {definition.name}:")
+        lines += textwrap.wrap(
+            definition.summary, width, initial_indent="      ", subsequent_indent="      "
+        )
+    return "\n".join(lines)
 
 
 def _day(text: str) -> date:

@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from annex.cli.counts import plural
 from annex.errors import ConfigError
 from annex.settings import Settings
+
+if TYPE_CHECKING:
+    from pipelines.execution import RunOutcome
 
 
 def register(commands: Any) -> None:
@@ -66,8 +70,24 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
             where = f" for cluster {name!r}" if name else ""
             print(f"running {job.name}{where}…", flush=True)
             outcome = run_job(job, instance, name)
-            print(outcome.describe(), flush=True)
+            print(describe_run(outcome), flush=True)
             if not outcome.success:
                 failures += 1
                 print(f"  failed at {outcome.failure}", file=sys.stderr)
     return 4 if failures else 0
+
+
+def describe_run(outcome: RunOutcome) -> str:
+    """One line for the terminal about a Dagster run: its id, outcome and check tally."""
+    where = f" for cluster {outcome.partition!r}" if outcome.partition else ""
+    status = "succeeded" if outcome.success else "failed"
+    checks = outcome.checks
+    passed = sum(check.passed for check in checks)
+    failed = [f"{c.name} ({c.severity})" for c in checks if not c.passed]
+    if not checks:
+        tally = "no checks ran"
+    elif failed:
+        tally = f"{passed} of {plural(len(checks), 'check')} passed; failed: " + ", ".join(failed)
+    else:
+        tally = f"{'' if len(checks) == 1 else 'all '}{plural(len(checks), 'check')} passed"
+    return f"dagster run {outcome.run_id} ({outcome.job_name}{where}): {status}, {tally}"

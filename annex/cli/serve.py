@@ -8,6 +8,7 @@ import logging
 import sys
 from typing import Any
 
+from annex.cli.hints import annex_command
 from annex.settings import Settings
 
 
@@ -44,9 +45,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     print(
         f"annex intake serving {server.url}\n{listing}\n"
         f"submissions are spooled to {settings.attestation.spool_dir / 'incoming'}; "
-        "verify them with `annex collect attestations`\n"
+        f"verify them with `{annex_command('collect attestations')}`\n"
         f"OpenLineage events are spooled to {settings.lineage.spool_dir / 'incoming'}; "
-        "load them with `annex collect lineage`\nCtrl-C to stop.",
+        f"load them with `{annex_command('collect lineage')}`\nCtrl-C to stop.",
         flush=True,
     )
     if server.tls is None:

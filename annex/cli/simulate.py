@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from annex.cli.arguments import positive_int
+from annex.cli.counts import plural
+from annex.cli.hints import annex_command
 from annex.errors import ConfigError
 from annex.settings import Settings
 
@@ -52,12 +54,13 @@ def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
         kubeconfig = cluster.write_kubeconfig(args.kubeconfig)
         counts = cluster.counts()
         print(
-            f"simulated cluster: {counts.get('nodes', 0)} nodes, {counts.get('pods', 0)} pods "
+            f"simulated cluster: {plural(counts.get('nodes', 0), 'node')}, "
+            f"{plural(counts.get('pods', 0), 'pod')} "
             f"(seed {args.seed}, built in {time.perf_counter() - started:.1f} s)\n"
             f"serving {cluster.url}\n"
             f"kubeconfig: {kubeconfig}\n"
             f"  kubectl --kubeconfig {kubeconfig} get nodes\n"
-            f"  annex collect cluster --kubeconfig {kubeconfig}\n"
+            f"  {annex_command(f'collect cluster --kubeconfig {kubeconfig}')}\n"
             "Ctrl-C to stop.",
             flush=True,
         )

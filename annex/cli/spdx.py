@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from annex.cli.counts import plural
 from annex.settings import Settings
 
 
@@ -44,8 +45,8 @@ def cmd_spdx(args: argparse.Namespace, settings: Settings) -> int:
         except LookupError as exc:
             raise QueryError(
                 str(exc),
-                hint="list the models with: annex sql -c 'SELECT model_name, model_version_id, "
-                "created_at FROM marts.lineage_models ORDER BY 1, 3'",
+                hint="list the models with: `annex sql -c 'SELECT model_name, model_version_id, "
+                "created_at FROM marts.lineage_models ORDER BY 1, 3'`",
             ) from None
     text = spdx_json(document)
     if str(args.output) == "-":
@@ -53,7 +54,7 @@ def cmd_spdx(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     output = args.output or Path(f"{_file_name(args.model)}.spdx.json")
     output.write_bytes(text)
-    print(f"wrote {output} ({len(document.get('@graph', [])):,} SPDX elements)")
+    print(f"wrote {output} ({plural(len(document.get('@graph', [])), 'SPDX element')})")
     return 0
 
 

@@ -19,8 +19,20 @@ def register(commands: Any) -> None:
             "'select * from marts.fleet_summary'."
         ),
     )
-    sql.add_argument("-c", "--command", dest="query", help="run one query and exit")
-    sql.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    sql.add_argument(
+        "-c",
+        "--command",
+        dest="query",
+        metavar="SQL",
+        help="run one query or dot-command (.tables, .describe NAME) and exit",
+    )
+    sql.add_argument(
+        "--format",
+        choices=("table", "csv", "json"),
+        default="table",
+        help="table: for reading, sized to the terminal (the default); csv: with a header "
+        "line; json: one array of objects. Nested values are JSON text in csv and table",
+    )
     sql.set_defaults(run=cmd_sql)
 
 

@@ -7,13 +7,14 @@ GPUs; MIG slices are shown apart, never added to GPU counts.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import duckdb
-from rich.console import Console
+from rich.rule import Rule
 from rich.table import Table
 
+from annex.cli.counts import plural
+from annex.cli.tables import Screen
 from annex.settings import Settings
 
 TOP = 10
@@ -57,14 +58,15 @@ from marts.kubernetes_api_latency where cluster = ? order by verb, resource
 """
 
 
-def print_fleet_summary(settings: Settings, *, console: Console | None = None) -> None:
-    """Print each cluster's headline figures and its GPU breakdowns."""
+def print_fleet_summary(settings: Settings, *, screen: Screen | None = None) -> None:
+    """Print each cluster's headline figures and its GPU breakdowns, sized to the terminal
+    (``annex.cli.tables``: unwrapped when piped)."""
     from warehouse import Warehouse
 
-    console = console or Console(file=sys.stdout, width=110)
+    screen = screen or Screen()
     with Warehouse(settings.warehouse).reader() as con:
         for cluster in _rows(con, "select * from marts.fleet_summary order by cluster"):
-            _print_cluster(con, console, cluster)
+            _print_cluster(con, screen, cluster)
 
 
 def _rows(con: duckdb.DuckDBPyConnection, query: str, *params: Any) -> list[dict[str, Any]]:
@@ -73,12 +75,10 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, *params: Any) -> list[dict
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _print_cluster(
-    con: duckdb.DuckDBPyConnection, console: Console, summary: dict[str, Any]
-) -> None:
+def _print_cluster(con: duckdb.DuckDBPyConnection, screen: Screen, summary: dict[str, Any]) -> None:
     name = summary["cluster"]
-    console.rule(f"[bold]fleet summary: {name}")
-    console.print(_headline(summary))
+    screen.print(Rule(f"[bold]fleet summary: {name}"))
+    screen.print(_headline(summary))
     for title, query, params in (
         ("GPUs by model", BY_MODEL, (name,)),
         ("GPUs by namespace (holders of GPUs)", BY_NAMESPACE, (name,)),
@@ -87,7 +87,7 @@ def _print_cluster(
     ):
         rows = _rows(con, query.format(top=TOP), *params)
         if rows:
-            console.print(_table(title, rows))
+            screen.print_table(_table(title, rows))
 
 
 def _headline(s: dict[str, Any]) -> Table:
@@ -117,8 +117,8 @@ def _headline(s: dict[str, Any]) -> Table:
         (
             "pods",
             f"{_text(s['pods'])}: {_text(s['pods_counted'])} holding resources, "
-            f"{_text(s['balloon_pods'])} balloons, {_text(s['queued_pods'])} queued "
-            f"(asking for {_text(s['queued_gpus'])} GPUs)",
+            f"{_count(s['balloon_pods'], 'balloon')}, {_text(s['queued_pods'])} queued "
+            f"(asking for {_count(s['queued_gpus'], 'GPU')})",
         ),
         ("collected", f"{s['last_collected_at']:%Y-%m-%d %H:%M:%S} UTC, snapshot {consistent}"),
         ("collection id", str(s["last_collection_id"])),
@@ -152,3 +152,10 @@ def _text(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
+
+
+def _count(value: int | None, singular: str) -> str:
+    """A counted noun ("1 node", "2 nodes"); "–" and the plural when the count is unknown."""
+    if value is None:
+        return f"{_text(value)} {singular}s"
+    return plural(value, singular)

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from annex.cli.counts import plural
 from annex.errors import ConfigError
 from annex.settings import ClusterSettings, Settings
 
@@ -80,7 +81,8 @@ def _target(args: argparse.Namespace, settings: Settings) -> ClusterSettings:
     if not settings.clusters:
         return ClusterSettings(name="default")
     raise ConfigError(
-        f"{len(settings.clusters)} clusters in {settings.source}; annex watch follows one",
+        f"{plural(len(settings.clusters), 'cluster')} in {settings.source}; annex watch "
+        "follows one",
         hint="pass --cluster NAME (run one watch per cluster)",
     )
 

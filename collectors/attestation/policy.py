@@ -20,6 +20,7 @@ appraised by switch rules (``nvswitch_detached``), never by the GPU driver/VBIOS
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,24 +147,27 @@ def nvidia_detached(
     vbios = text(claims.get("x-nvidia-gpu-vbios-version"))
     if not _allowed(vbios, policy.gpu_vbios_versions):
         findings.append(("measurement_mismatch", f"VBIOS {vbios!r} is not allowlisted"))
-    failed = [
-        name
-        for name in NVIDIA_REQUIRED_CHECKS.get(version or "", ())
-        if claims.get(name) is not True
-    ]
-    failed += [
-        name
-        for name, value in claims.items()
-        if name.startswith("x-nvidia-") and value is False and name not in failed
-    ]
-    if failed:
-        findings.append(("policy_fail", "NVIDIA checks not passed: " + ", ".join(sorted(failed))))
+    findings.extend(_checks_not_passed(claims, NVIDIA_REQUIRED_CHECKS.get(version or "", ())))
     findings.extend(_cert_chains(claims))
     if version == "3.0" and not isinstance(
         claims.get("x-nvidia-gpu-attestation-report-cert-chain"), dict
     ):
         findings.append(("policy_fail", "the GPU claims carry no report certificate chain status"))
     return findings
+
+
+def _checks_not_passed(claims: dict[str, Any], required: Iterable[str]) -> list[Finding]:
+    """One finding naming every NVIDIA check a device's claims do not pass: each required check
+    that is not true, and any other ``x-nvidia-*`` claim that is false."""
+    failed = [name for name in required if claims.get(name) is not True]
+    failed += [
+        name
+        for name, value in claims.items()
+        if name.startswith("x-nvidia-") and value is False and name not in failed
+    ]
+    if not failed:
+        return []
+    return [("policy_fail", "NVIDIA checks not passed: " + ", ".join(sorted(failed)))]
 
 
 def _cert_chains(claims: dict[str, Any]) -> list[Finding]:
@@ -186,14 +190,7 @@ def nvswitch_detached(
     driver/VBIOS allowlists and GPU checks do not apply to a switch."""
     version = text(claims.get("x-nvidia-ver")) or version
     findings = _device_security(claims, policy, version, "switch")
-    failed = [name for name in NVSWITCH_REQUIRED_CHECKS if claims.get(name) is not True]
-    failed += [
-        name
-        for name, value in claims.items()
-        if name.startswith("x-nvidia-") and value is False and name not in failed
-    ]
-    if failed:
-        findings.append(("policy_fail", "NVIDIA checks not passed: " + ", ".join(sorted(failed))))
+    findings.extend(_checks_not_passed(claims, NVSWITCH_REQUIRED_CHECKS))
     findings.extend(_cert_chains(claims))
     return findings
 

@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlencode, urlsplit, urlunsplit
-from urllib.request import Request, build_opener
+from urllib.request import Request
 
 import msgspec
 import pyarrow as pa
@@ -47,6 +47,7 @@ import pyarrow.csv as pacsv
 
 from annex.errors import CollectionError
 from collectors.http_body import BodyError, BodyTooLarge, BodyTooSlow, read_body
+from collectors.http_head import build_opener, head_deadline
 from collectors.telemetry import fields
 
 POST_THRESHOLD = 1024
@@ -128,7 +129,9 @@ def fetch(
             url = f"{url}{'&' if '?' in url else '?'}{encoded}"
     request = Request(url, data=data, headers=headers, method="POST" if post else "GET")
     try:
-        response = _OPENER.open(request, timeout=timeout)
+        # connect, TLS, request and response head within one overall deadline
+        with head_deadline(timeout) as deadline:
+            response = _OPENER.open(request, timeout=timeout)
     except HTTPError as error:
         try:
             body = _read(error, max_bytes=min(max_bytes, 1 << 20), timeout=timeout)
@@ -136,6 +139,10 @@ def fetch(
             body = b""
         raise FetchError(f"HTTP {error.code} {error.reason}", error.code, body) from None
     except (URLError, OSError, http.client.HTTPException) as error:
+        if deadline.expired:
+            raise FetchError(
+                f"no response head within {timeout:g} s (telemetry.request_timeout_seconds)"
+            ) from None
         reason = getattr(error, "reason", error)
         raise FetchError(f"cannot connect: {reason}") from None
     with response:

@@ -56,6 +56,8 @@ class Churn:
         jobs: dict[tuple[str, str], list[dict]] = {}
         for pod in self.cluster.objects("pods"):
             owner = (pod["metadata"].get("ownerReferences") or [{}])[0]
+            if pod["spec"].get("resourceClaims"):
+                continue  # DRA pods: their claims would need releasing too; left running
             if owner.get("kind") == "Job" and pod["status"]["phase"] == "Running":
                 jobs.setdefault((pod["metadata"]["namespace"], owner["name"]), []).append(pod)
         return jobs
@@ -172,6 +174,7 @@ SHORT_JOB_NAMESPACE = "team-sweep"
 GPU = "nvidia.com/gpu"
 SWEEP_IMAGE = "ghcr.io/annex-sim/sweep:1"
 MIG_STRATEGY = "nvidia.com/mig.strategy"
+SHARING_STRATEGY = "nvidia.com/gpu.sharing-strategy"
 
 
 @dataclass(frozen=True)
@@ -319,8 +322,11 @@ class ShortJobs:
         for node in self.cluster.objects("nodes"):
             if node.get("spec", {}).get("unschedulable"):
                 continue
-            if (node["metadata"].get("labels") or {}).get(MIG_STRATEGY) == "single":
+            labels = node["metadata"].get("labels") or {}
+            if labels.get(MIG_STRATEGY) == "single":
                 continue  # its nvidia.com/gpu are MIG slices, not whole GPUs
+            if labels.get(SHARING_STRATEGY, "none") != "none" or labels.get("gpu") == "on":
+                continue  # replicas of shared GPUs (time-slicing, MPS, HAMi), not whole GPUs
             allocatable = (node.get("status") or {}).get("allocatable") or {}
             if GPU in allocatable:
                 free[node["metadata"]["name"]] = int(allocatable[GPU])

@@ -110,6 +110,21 @@ def _job_fields(job: dict) -> dict[str, str]:
     return fields
 
 
+def _resource_slice_fields(slice_: dict) -> dict[str, str]:
+    spec = slice_.get("spec", {})
+    fields = _meta(slice_)
+    fields["spec.nodeName"] = spec.get("nodeName", "")
+    fields["spec.driver"] = spec.get("driver", "")
+    return fields
+
+
+def _custom(plural: str, kind: str, group: str, version: str, namespaced: bool, *short: str):
+    """A custom resource (CRD): only metadata.name/namespace field selectors, default error."""
+    return ResourceType(
+        plural, kind.lower(), kind, group, version, namespaced, _meta, _META_FIELDS, False, short
+    )
+
+
 _EVENT_FIELDS = (
     "metadata.name",
     "metadata.namespace",
@@ -225,6 +240,57 @@ RESOURCES: tuple[ResourceType, ...] = (
         _META_FIELDS,
         False,
     ),
+    # DRA (resource.k8s.io/v1, GA in 1.34): served always; empty unless the world has them
+    ResourceType(
+        "deviceclasses",
+        "deviceclass",
+        "DeviceClass",
+        "resource.k8s.io",
+        "v1",
+        False,
+        _meta,
+        _META_FIELDS,
+        False,
+    ),
+    ResourceType(
+        "resourceslices",
+        "resourceslice",
+        "ResourceSlice",
+        "resource.k8s.io",
+        "v1",
+        False,
+        _resource_slice_fields,
+        ("metadata.name", "metadata.namespace", "spec.nodeName", "spec.driver"),
+        False,
+    ),
+    ResourceType(
+        "resourceclaimtemplates",
+        "resourceclaimtemplate",
+        "ResourceClaimTemplate",
+        "resource.k8s.io",
+        "v1",
+        True,
+        _meta,
+        _META_FIELDS,
+        False,
+    ),
+    # CRDs: NVIDIA's DRA driver (ComputeDomain) and Kueue, with their CRDs' short names
+    _custom("computedomains", "ComputeDomain", "resource.nvidia.com", "v1beta1", True),
+    _custom(
+        "resourceflavors",
+        "ResourceFlavor",
+        "kueue.x-k8s.io",
+        "v1beta1",
+        False,
+        "flavor",
+        "flavors",
+        "rf",
+    ),
+    _custom("clusterqueues", "ClusterQueue", "kueue.x-k8s.io", "v1beta1", False, "cq"),
+    _custom(
+        "localqueues", "LocalQueue", "kueue.x-k8s.io", "v1beta1", True, "queue", "queues", "lq"
+    ),
+    _custom("workloads", "Workload", "kueue.x-k8s.io", "v1beta1", True, "wl"),
 )
 
 BY_PLURAL: dict[str, ResourceType] = {r.plural: r for r in RESOURCES}

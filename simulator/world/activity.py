@@ -147,6 +147,8 @@ def _compute(world: World) -> list[GpuActivity]:
         by_node.setdefault(gpu.node, []).append(gpu)
 
     holders, driver_pods = _assign(world, by_node)
+    if world.feature_holdings:
+        _feature_holders(world, holders)
     degraded = _cached(world, "degraded", _degraded)
     loaded = _driver_loads(by_node, created, driver_pods, world.seed, now)
 
@@ -185,12 +187,33 @@ def _compute(world: World) -> list[GpuActivity]:
     return result
 
 
+def device_plugin_assignments(world: World) -> list[tuple[dict, Gpu]]:
+    """(pod, physical GPU) for each device the device plugin gave a pod, by the rules above.
+
+    One entry per device: a pod holding three MIG devices of one GPU appears three times.
+    Computed once per world (cached beside the activity).
+    Nodes whose GPUs are shared (`world.gpu_sharing`) are left out: their pods hold replicas,
+    recorded in `world.feature_holdings`.
+    """
+    return _cached(world, "assignments", _assignments)
+
+
+def _assignments(world: World) -> list[tuple[dict, Gpu]]:
+    by_node: dict[str, list[Gpu]] = {}
+    for gpu in world.gpus:
+        by_node.setdefault(gpu.node, []).append(gpu)
+    record: list[tuple[dict, Gpu]] = []
+    _assign(world, by_node, record)
+    return record
+
+
 def _assign(
-    world: World, by_node: dict[str, list[Gpu]]
+    world: World, by_node: dict[str, list[Gpu]], record: list[tuple[dict, Gpu]] | None = None
 ) -> tuple[dict[str, _Holder], dict[str, float]]:
     """GPU UUID -> the pod holding it; node -> start of its driver DaemonSet pod."""
     pods_by_node: dict[str, list[tuple[str, int, dict, dict[str, int]]]] = {}
     driver_pods: dict[str, float] = {}
+    shared = world.gpu_sharing
     for position, pod in enumerate(world.pods):
         spec = pod["spec"]
         node = spec.get("nodeName")
@@ -207,7 +230,7 @@ def _assign(
                 if started:
                     driver_pods[node] = _epoch(started)
             continue
-        if not _asks_for_gpus(spec):
+        if node in shared or not _asks_for_gpus(spec):
             continue
         need = gpu_need(spec["containers"], spec.get("initContainers", []), spec.get("overhead"))
         if need:
@@ -232,12 +255,33 @@ def _assign(
                 for gpu in pool[start : start + amount]:
                     name = containers[min(slot, len(containers) - 1)]
                     slot += 1
+                    if record is not None:
+                        record.append((pod, gpu))
                     if gpu.uuid not in holders or holders[gpu.uuid].since > since:
                         holders[gpu.uuid] = _Holder(
                             role, since, pod["metadata"]["name"], pod["metadata"]["namespace"], name
                         )
                 taken[resource] = start + amount
     return holders, driver_pods
+
+
+def _feature_holders(world: World, holders: dict[str, _Holder]) -> None:
+    """GPUs held through DRA or sharing: the earliest-started holder takes the GPU's role."""
+    pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in world.pods}
+    for holding in world.feature_holdings:
+        pod = pods.get((holding.namespace, holding.pod))
+        if pod is None or pod["status"].get("phase") in ("Succeeded", "Failed"):
+            continue
+        since = _epoch(pod["status"].get("startTime") or pod["metadata"]["creationTimestamp"])
+        current = holders.get(holding.gpu_uuid)
+        if current is None or current.since > since:
+            holders[holding.gpu_uuid] = _Holder(
+                _role(pod),
+                since,
+                holding.pod,
+                holding.namespace,
+                pod["spec"]["containers"][0]["name"],
+            )
 
 
 def _devices(gpus: list[Gpu], strategy: str) -> dict[str, list[Gpu]]:

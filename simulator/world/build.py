@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import random
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from simulator.world.catalog import (
@@ -12,6 +13,7 @@ from simulator.world.catalog import (
     SYSTEM_NAMESPACES,
     TEAM_NAMESPACES,
 )
+from simulator.world.features import add_features, check_features, extra_nodes
 from simulator.world.gpubench import PRIORITY_CLASS as PROBE_PRIORITY_CLASS
 from simulator.world.gpubench import add_probe_job
 from simulator.world.model import DEFAULT_NOW, Ids, World, micro_timestamp, timestamp
@@ -31,28 +33,42 @@ def build_world(
     not_ready_fraction: float = 0.01,
     cordoned_fraction: float = 0.015,
     unhealthy_gpu_fraction: float = 0.02,
+    features: Iterable[str] | None = None,
 ) -> World:
     """Build a valid cluster state of `nodes` nodes (1..7,500), identical for the same inputs.
 
     `now` fixes the clock the timestamps count back from (default: a fixed instant, so worlds
     compare equal across runs). The fractions choose how many nodes are NotReady, cordoned,
     or have GPUs the device plugin no longer advertises (at least one each from 10 nodes up).
+
+    `features` (default none) adds opt-in parts, any of "dra", "sharing", "kueue"
+    (`simulator.world.features`): their pools take `extra_nodes(nodes, features)` of the
+    `nodes`, and the rest is exactly the default world of that many nodes.
     """
     if not 1 <= nodes <= MAX_NODES:
         raise ValueError(f"nodes must be between 1 and {MAX_NODES}, got {nodes}")
+    chosen = check_features(features)
+    extra = extra_nodes(nodes, chosen)
+    if chosen and nodes - extra < 1:
+        raise ValueError(
+            f"features {sorted(chosen)} need {extra} nodes of their own: ask for at least "
+            f"{extra + 1} nodes, got {nodes}"
+        )
     # Millions of small dicts and no cycles: the cyclic GC would rescan them over and over
     # (about 40% of the build time at 7,500 nodes), so it pauses while the world is built.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _build(
-            nodes,
+        world = _build(
+            nodes - extra,
             seed,
             now or DEFAULT_NOW,
             not_ready_fraction,
             cordoned_fraction,
             unhealthy_gpu_fraction,
         )
+        add_features(world, chosen, nodes)
+        return world
     finally:
         if collecting:
             gc.enable()

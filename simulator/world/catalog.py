@@ -345,3 +345,59 @@ SYSTEM_NAMESPACES = (
     "inference",
     "capacity",
 )
+
+# ---- opt-in pools (build_world(features=...)): never part of the default world -------------
+# Nodes whose GPUs are allocated only through DRA (NVIDIA's gpu.nvidia.com driver; the device
+# plugin is not deployed, so they advertise no nvidia.com/gpu), GPUs shared by the device
+# plugin (time-slicing, MPS) or by HAMi, and GPUs behind Kueue queues.
+H100_DRA = PoolProfile(
+    "h100-dra", 0.02, "generic", "a3-highgpu-8g", 208, 1872, H100_80GB, 8, region="us-west1"
+)
+A100_DRA_MIG = PoolProfile(
+    "a100-dra-mig",
+    0.005,
+    "generic",
+    "a2-ultragpu-8g",
+    96,
+    1360,
+    A100_80GB,
+    8,
+    mig_strategy="mixed",
+    mig_gpus=4,
+    mig_layout=((MIG_1G_10GB, 7), (MIG_3G_40GB, 2)),
+    region="us-west1",
+)
+GB200_DRA = PoolProfile(
+    "gb200-dra",
+    0.01,
+    "topograph",
+    "gb200-nvl72-tray",
+    144,
+    960,
+    GB200,
+    4,
+    architecture="arm64",
+    region="us-west2",
+    zones=("1",),
+)
+H100_TIME_SLICED = PoolProfile(
+    "h100-timeslice", 0.005, "generic", "a3-highgpu-8g", 208, 1872, H100_80GB, 8, region="us-west1"
+)
+H100_MPS = PoolProfile(
+    "h100-mps", 0.005, "generic", "a3-highgpu-8g", 208, 1872, H100_80GB, 8, region="us-west1"
+)
+H100_HAMI = PoolProfile(
+    "h100-hami", 0.002, "generic", "a3-highgpu-8g", 208, 1872, H100_80GB, 8, region="us-west1"
+)
+H100_KUEUE = PoolProfile(
+    "h100-kueue", 0.02, "generic", "a3-highgpu-8g", 208, 1872, H100_80GB, 8, region="us-west1"
+)
+# feature -> (pool, minimum nodes): a pool gets max(minimum, round(weight * nodes)) nodes
+FEATURE_POOLS: dict[str, tuple[tuple[PoolProfile, int], ...]] = {
+    "dra": ((H100_DRA, 3), (A100_DRA_MIG, 1), (GB200_DRA, 2)),
+    "sharing": ((H100_TIME_SLICED, 1), (H100_MPS, 1), (H100_HAMI, 1)),
+    "kueue": ((H100_KUEUE, 4),),
+}
+# device plugin sharing per pool: (GFD nvidia.com/gpu.sharing-strategy, replicas per GPU)
+SHARED_POOLS = {"h100-timeslice": ("time-slicing", 4), "h100-mps": ("mps", 2)}
+HAMI_SPLIT_COUNT = 10  # HAMi's deviceSplitCount: nvidia.com/gpu advertised per physical GPU

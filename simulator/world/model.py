@@ -28,6 +28,15 @@ RESOURCE_KINDS: dict[str, tuple[str, str, bool]] = {
     "jobs": ("batch/v1", "Job", True),
     "priorityclasses": ("scheduling.k8s.io/v1", "PriorityClass", False),
     "resourceclaims": ("resource.k8s.io/v1", "ResourceClaim", True),
+    # served always, empty unless build_world(features=...) adds them
+    "deviceclasses": ("resource.k8s.io/v1", "DeviceClass", False),
+    "resourceslices": ("resource.k8s.io/v1", "ResourceSlice", False),
+    "resourceclaimtemplates": ("resource.k8s.io/v1", "ResourceClaimTemplate", True),
+    "computedomains": ("resource.nvidia.com/v1beta1", "ComputeDomain", True),
+    "resourceflavors": ("kueue.x-k8s.io/v1beta1", "ResourceFlavor", False),
+    "clusterqueues": ("kueue.x-k8s.io/v1beta1", "ClusterQueue", False),
+    "localqueues": ("kueue.x-k8s.io/v1beta1", "LocalQueue", True),
+    "workloads": ("kueue.x-k8s.io/v1beta1", "Workload", True),
 }
 
 
@@ -43,6 +52,58 @@ class Gpu:
     healthy: bool = True
     # MIG devices carved out of this GPU: (MIG UUID, profile name such as "1g.10gb")
     mig_devices: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuHolding:
+    """Ground truth: one pod's hold on (a share of) one physical GPU, and by which mechanism.
+
+    `shares / shares_per_gpu` is the fraction of the GPU the pod holds: 1/1 for a whole GPU
+    (device plugin or DRA); one MIG device of a GPU split into k devices is 1/k; a
+    time-sliced or MPS replica is 1/replicas; a HAMi request is gpucores/100.
+    """
+
+    namespace: str
+    pod: str
+    node: str
+    gpu_uuid: str  # the physical GPU
+    mechanism: str  # "device-plugin" | "dra" | "time-slicing" | "mps" | "hami"
+    shares: int = 1
+    shares_per_gpu: int = 1
+    device: str | None = None  # the DRA device name, or the MIG device's UUID
+    claim: str | None = None  # DRA: "namespace/name" of the ResourceClaim
+
+
+@dataclass(frozen=True)
+class QueuedWorkload:
+    """Ground truth of one Kueue Workload: where it queued and when it waited, ran, ended."""
+
+    namespace: str
+    name: str  # the Workload
+    job: str
+    local_queue: str
+    cluster_queue: str
+    state: str  # "admitted" | "queued" | "preempted" | "finished"
+    created: datetime  # submitted: the first wait starts here
+    admitted: datetime | None  # admission (QuotaReserved and Admitted True); for "preempted"
+    # the admission that `evicted` cut short: it waits again from `evicted`
+    evicted: datetime | None  # preempted at
+    finished: datetime | None
+    gpus: int  # nvidia.com/gpu the workload asks for (all pods)
+    priority_class: str = ""
+
+
+@dataclass(frozen=True)
+class QueueQuota:
+    """Ground truth of one ClusterQueue and flavor for nvidia.com/gpu (admitted, unfinished)."""
+
+    cluster_queue: str
+    cohort: str
+    flavor: str
+    nominal: int
+    borrowing_limit: int | None
+    used: int
+    borrowed: int  # max(0, used - nominal)
 
 
 @dataclass
@@ -153,12 +214,28 @@ class World:
     priority_classes: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
     resource_claims: list[dict] = field(default_factory=list)
+    device_classes: list[dict] = field(default_factory=list)
+    resource_slices: list[dict] = field(default_factory=list)
+    resource_claim_templates: list[dict] = field(default_factory=list)
+    compute_domains: list[dict] = field(default_factory=list)
+    resource_flavors: list[dict] = field(default_factory=list)
+    cluster_queues: list[dict] = field(default_factory=list)
+    local_queues: list[dict] = field(default_factory=list)
+    workloads: list[dict] = field(default_factory=list)
     gpus: list[Gpu] = field(default_factory=list)
     training_runs: list[TrainingRun] = field(default_factory=list)
     node_pools: dict[str, str] = field(default_factory=dict)  # node name -> pool name
     # the generator's own bookkeeping: node -> GPU resource -> amount held by counted pods
     gpu_allocated: dict[str, dict[str, int]] = field(default_factory=dict)
     resource_version: int = 0  # highest metadata.resourceVersion in the world
+    # build_world(features=...): which were turned on; the ground truth they add (read it
+    # through simulator.world.truth); node -> (sharing strategy, shares per GPU) for nodes
+    # whose GPUs the device plugin or HAMi shares
+    features: frozenset[str] = frozenset()
+    feature_holdings: list[GpuHolding] = field(default_factory=list)
+    queued_workloads: list[QueuedWorkload] = field(default_factory=list)
+    queue_quotas: list[QueueQuota] = field(default_factory=list)
+    gpu_sharing: dict[str, tuple[str, int]] = field(default_factory=dict)
     # container logs, (namespace, pod) -> text; probe pods' logs are rendered on first read
     pod_logs: PodLogs = field(default_factory=PodLogs, repr=False, compare=False)
     # the GPU benchmark probe Job (simulator.world.gpubench): its name, node -> pod name,
@@ -179,6 +256,14 @@ class World:
             "jobs": self.jobs,
             "priorityclasses": self.priority_classes,
             "resourceclaims": self.resource_claims,
+            "deviceclasses": self.device_classes,
+            "resourceslices": self.resource_slices,
+            "resourceclaimtemplates": self.resource_claim_templates,
+            "computedomains": self.compute_domains,
+            "resourceflavors": self.resource_flavors,
+            "clusterqueues": self.cluster_queues,
+            "localqueues": self.local_queues,
+            "workloads": self.workloads,
         }
 
     def counts(self) -> dict[str, int]:

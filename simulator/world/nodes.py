@@ -95,6 +95,12 @@ class NodeFactory:
                 slots.append(self._slot(pool, position, group, topology_ids))
         return slots
 
+    def pool_slots(self, pool: PoolProfile, count: int) -> list[NodeSlot]:
+        """`count` slots of one pool, outside the weighted split (the opt-in feature pools)."""
+        group = self.ids.hex(8)
+        topology_ids = _TopologyIds(self.ids)
+        return [self._slot(pool, position, group, topology_ids) for position in range(count)]
+
     def _slot(self, pool: PoolProfile, position: int, group: str, topo: _TopologyIds) -> NodeSlot:
         i = self.index
         self.index += 1

@@ -200,9 +200,17 @@ class Placement:
             job.run.nodes.append(slot.name)
 
     def _new_job(
-        self, state: str, pods: int, gpus: int, started: datetime, pool: str | None
+        self,
+        state: str,
+        pods: int,
+        gpus: int,
+        started: datetime,
+        pool: str | None,
+        namespace: str | None = None,
     ) -> JobPlan:
-        model, namespace = self.rng.choice(MODELS)
+        """A training Job and its run; `namespace` limits the model to that team's."""
+        models = MODELS if namespace is None else [m for m in MODELS if m[1] == namespace]
+        model, namespace = self.rng.choice(models)
         stage = self.rng.choice(STAGES)
         job_name = self.ids.unique(f"{model}-{stage}-")
         run = TrainingRun(

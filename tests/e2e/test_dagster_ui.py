@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,7 @@ ASSETS = (
     "gpu_telemetry",
     "gpu_utilisation",
 )
+CATALOG_FILTER = urllib.parse.quote("group:cluster_state or group:gpu_evidence")
 STARTUP_SECONDS = 180
 PAGE_SECONDS = 90
 
@@ -63,9 +65,11 @@ def _wait_for_server(url: str, proc: subprocess.Popen[bytes], log: Path) -> None
     )
 
 
-@pytest.fixture
-def dagster_ui(tmp_path: Path) -> Iterator[str]:
-    """``dagster dev`` serving annex's code location; its URL. Stopped with its whole group."""
+@pytest.fixture(scope="module")
+def dagster_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``dagster dev`` serving annex's code location; its URL. Stopped with its whole group.
+    One server for the module's tests: it takes a minute to start."""
+    tmp_path = tmp_path_factory.mktemp("dagster-dev")
     home = tmp_path / "dagster_home"
     shutil.copytree(REPO / ".dagster_home", home, ignore=shutil.ignore_patterns("storage", "*.db"))
     config = tmp_path / "annex.toml"
@@ -160,7 +164,9 @@ def test_asset_graph_shows_annex_assets(dagster_ui: str, tmp_path: Path) -> None
     driver = _browser(tmp_path / "chromium-profile")
     screenshot = tmp_path / "dagster-asset-graph.png"
     try:
-        driver.get(f"{dagster_ui}/assets")  # the catalog: every asset by name
+        # the catalog, filtered to the two groups (it also lists every warehouse table, and
+        # draws only the rows on screen)
+        driver.get(f"{dagster_ui}/assets?asset-selection={CATALOG_FILTER}")
 
         def shown(d) -> bool:
             text = d.find_element(By.TAG_NAME, "body").text
@@ -181,3 +187,35 @@ def test_asset_graph_shows_annex_assets(dagster_ui: str, tmp_path: Path) -> None
         driver.quit()
     assert screenshot.stat().st_size > 10_000
     print(f"screenshot: {screenshot}")
+
+
+def test_catalog_shows_a_tables_columns_with_their_descriptions(
+    dagster_ui: str, tmp_path: Path
+) -> None:
+    """A warehouse table is an asset of the catalog, its columns described by the warehouse's
+    own comments (``pipelines.defs.catalog``)."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    expected = ("collection_id", "Unique id of the collection", "rejected_count")
+    driver = _browser(tmp_path / "chromium-profile")
+    screenshot = tmp_path / "dagster-table-columns.png"
+    try:
+        driver.get(f"{dagster_ui}/assets/marts/collections")
+
+        def shown(d) -> bool:
+            text = d.find_element(By.TAG_NAME, "body").text
+            return all(part in text for part in expected)
+
+        try:
+            WebDriverWait(driver, PAGE_SECONDS, poll_frequency=1).until(shown)
+        except TimeoutException:
+            driver.save_screenshot(str(screenshot))
+            body = driver.find_element(By.TAG_NAME, "body").text
+            pytest.fail(
+                f"the asset page of marts.collections did not show {expected} within "
+                f"{PAGE_SECONDS} s; screenshot: {screenshot}; page text:\n{body[:2000]}"
+            )
+    finally:
+        driver.quit()

@@ -377,16 +377,15 @@ def test_the_fleet_summary_shows_api_latency_against_the_slo(
 ) -> None:
     import io
 
-    from rich.console import Console
-
     from annex.cli.summary import print_fleet_summary
+    from annex.cli.tables import Screen
     from services.inventory import collect_cluster_inventory
 
     assert collect_cluster_inventory(settings, wh, target).status == "succeeded"
     service(api, wh, settings).catch_up()  # publishes
     out = io.StringIO()
 
-    print_fleet_summary(settings, console=Console(file=out, width=140))
+    print_fleet_summary(settings, screen=Screen(out, width=140))
 
     text = out.getvalue()
     assert "SLO: LIST p99 <= 30 s" in text

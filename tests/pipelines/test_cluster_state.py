@@ -164,3 +164,7 @@ def test_failure_sensor_records_the_failed_run(tmp_path: Path) -> None:
     [(source, cluster, status, error)] = rows
     assert (source, cluster, status) == ("dagster", CLUSTER, "failed")
     assert result.dagster_run.run_id in error
+    # the analysts see the gap too (marts.collections of the published copy)
+    with duckdb.connect(str(tmp_path / "annex.published.duckdb"), read_only=True) as con:
+        shown = con.execute("SELECT source, cluster, status FROM marts.collections").fetchall()
+    assert shown == [("dagster", CLUSTER, "failed")]

@@ -1,7 +1,7 @@
 """Prometheus and exporter answers are read under an overall deadline and an inflation cap
-(issue 35: every network wait has an overall deadline): a server that trickles its body, each
-read arriving within the socket timeout, cannot hold a collection, and a gzip bomb is refused
-before it is inflated whole."""
+(issue 35: every network wait has an overall deadline): a server that trickles its response
+head or its body, each read arriving within the socket timeout, cannot hold a collection, and a
+gzip bomb is refused before it is inflated whole."""
 
 from __future__ import annotations
 
@@ -58,6 +58,34 @@ def test_a_trickled_body_fails_at_the_deadline(trickling: str) -> None:
     assert elapsed < 3.0  # each byte came within the socket timeout; the deadline ended it
     assert "deadline" in failure.value.args[0]
     assert "request_timeout_seconds" in failure.value.args[0]
+
+
+@pytest.fixture()
+def trickled_head() -> Iterator[str]:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + b"X-Slow: " + b"y" * 10_000
+    yield from _serve_once(b"", trickle=head, every=0.2)
+
+
+def test_a_trickled_response_head_fails_at_the_deadline(trickled_head: str) -> None:
+    """The status line and headers a byte every 0.2 s (inside the 1 s socket timeout, so no
+    read ever times out): the request fails one deadline after it began, saying so."""
+    started = time.monotonic()
+    with pytest.raises(FetchError) as failure:
+        fetch(trickled_head, timeout=1.0, max_bytes=1 << 20)
+    assert time.monotonic() - started < 3.0
+    assert "no response head within 1 s" in failure.value.args[0]
+    assert "request_timeout_seconds" in failure.value.args[0]
+
+
+def test_a_server_that_never_answers_fails_at_the_deadline() -> None:
+    """The same bound when nothing at all comes (the socket timeout alone would do here too:
+    the message is the same either way)."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(FetchError):
+            fetch(f"http://127.0.0.1:{port}/api/v1/query_range", timeout=1.0, max_bytes=1024)
+        assert time.monotonic() - started < 3.0
 
 
 @pytest.fixture()

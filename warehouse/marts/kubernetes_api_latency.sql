@@ -8,7 +8,7 @@ WITH lists AS (
         max(latency_max_seconds) AS max_seconds,
         max(finished_at) AS last_request_at
     FROM audit.kubernetes_lists
-    WHERE started_at >= CAST(timezone('UTC', now()) AS TIMESTAMP) - INTERVAL 7 DAY
+    WHERE started_at >= coalesce(getvariable('as_of'), CAST(timezone('UTC', now()) AS TIMESTAMP)) - INTERVAL 7 DAY
     GROUP BY cluster, resource
 ),
 watch_lists AS (
@@ -19,7 +19,7 @@ watch_lists AS (
         max(latency_seconds) AS max_seconds,
         max(requested_at) AS last_request_at
     FROM audit.kubernetes_requests
-    WHERE verb = 'list' AND requested_at >= CAST(timezone('UTC', now()) AS TIMESTAMP) - INTERVAL 7 DAY
+    WHERE verb = 'list' AND requested_at >= coalesce(getvariable('as_of'), CAST(timezone('UTC', now()) AS TIMESTAMP)) - INTERVAL 7 DAY
     GROUP BY cluster, resource
 ),
 watches AS (
@@ -30,7 +30,7 @@ watches AS (
         max(latency_seconds) AS max_seconds,
         max(requested_at) AS last_request_at
     FROM audit.kubernetes_requests
-    WHERE verb = 'watch' AND requested_at >= CAST(timezone('UTC', now()) AS TIMESTAMP) - INTERVAL 7 DAY
+    WHERE verb = 'watch' AND requested_at >= coalesce(getvariable('as_of'), CAST(timezone('UTC', now()) AS TIMESTAMP)) - INTERVAL 7 DAY
     GROUP BY cluster, resource
 ),
 combined_lists AS (

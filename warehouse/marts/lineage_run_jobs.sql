@@ -9,7 +9,7 @@ WITH jobs AS (
 ),
 hours AS (
     SELECT cluster, namespace, job_name,
-           sum(gpus * (epoch_us(coalesce(valid_to, CAST(timezone('UTC', now()) AS TIMESTAMP)))
+           sum(gpus * (epoch_us(coalesce(valid_to, coalesce(getvariable('as_of'), CAST(timezone('UTC', now()) AS TIMESTAMP))))
                        - epoch_us(valid_from))) / 3.6e9 AS gpu_hours
     FROM core.gpu_allocations
     WHERE resource_name = 'nvidia.com/gpu' AND job_name IS NOT NULL

@@ -16,7 +16,12 @@ attestation_job = dg.define_asset_job(
 )
 
 
-@dg.sensor(job=attestation_job, minimum_interval_seconds=60)
+@dg.sensor(
+    job=attestation_job,
+    minimum_interval_seconds=60,
+    description="Request an attestation collection when submissions wait in the intake spool "
+    "(a directory listing only); a backlog a failed run left is retried on the next tick.",
+)
 def new_attestations(
     context: dg.SensorEvaluationContext, annex: AnnexSettingsResource
 ) -> dg.SensorResult | dg.SkipReason:

@@ -31,7 +31,13 @@ def hourly_run_requests(partition_keys: list[str], scheduled_for: str) -> list[d
     ]
 
 
-@dg.schedule(job=inventory_job, cron_schedule="0 * * * *", execution_timezone="UTC")
+@dg.schedule(
+    job=inventory_job,
+    cron_schedule="0 * * * *",
+    execution_timezone="UTC",
+    description="Collect every cluster partition at the top of each hour, one run per cluster "
+    "(a cluster that is down fails alone and is retried alone).",
+)
 def hourly_cluster_inventory(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """Collect every cluster partition at the top of each hour."""
     keys = context.instance.get_dynamic_partitions(CLUSTERS_PARTITIONS_NAME)

@@ -2,7 +2,8 @@
 
 A failed Dagster run (e.g. the API server unreachable after every retry) may never reach
 ``load_collection``, so it would leave no trace in ``audit.collections``; the failure sensor
-writes one so that reports show the gap instead of silently missing a cluster.
+writes one so that reports show the gap instead of silently missing a cluster, and carries it
+into the analysts' copy (``marts.collections``) without publishing anything else.
 """
 
 import uuid
@@ -15,6 +16,7 @@ from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
 from pipelines.partitions import CLUSTERS_PARTITIONS_NAME, clusters
 from warehouse import Warehouse
 from warehouse.migrate import utc_now
+from warehouse.publish_failures import publish_failed_collections
 
 PARTITION_TAG = "dagster/partition"
 NO_CLUSTER = "(none)"
@@ -30,7 +32,9 @@ def missing_partitions(configured: Iterable[str], existing: Iterable[str]) -> li
 
 
 def record_run_failure(wh: Warehouse, *, cluster: str | None, error: str, run_id: str) -> str:
-    """Insert a 'failed' row from source 'dagster' into ``audit.collections``; return its id."""
+    """Insert a 'failed' row from source 'dagster' into ``audit.collections`` and carry it into
+    the analysts' copy (``warehouse.publish_failures``: their data stays as last published);
+    return its id."""
     collection_id = str(uuid.uuid4())
     now = utc_now()
     message = f"dagster run {run_id} failed: {error}"[:MAX_ERROR_CHARS]
@@ -41,10 +45,16 @@ def record_run_failure(wh: Warehouse, *, cluster: str | None, error: str, run_id
             "VALUES (?, 'dagster', ?, ?, ?, 'failed', ?)",
             [collection_id, cluster or NO_CLUSTER, now, now, message],
         )
+    publish_failed_collections(wh)
     return collection_id
 
 
-@dg.sensor(minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(
+    minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Add a clusters partition for every [[clusters]] entry of annex's settings "
+    "(never removes one: a cluster dropped from the settings keeps its history).",
+)
 def cluster_discovery(
     context: dg.SensorEvaluationContext, annex: AnnexSettingsResource
 ) -> dg.SensorResult:
@@ -59,7 +69,13 @@ def cluster_discovery(
     return dg.SensorResult(dynamic_partitions_requests=requests)
 
 
-@dg.run_failure_sensor(monitored_jobs=[inventory_job])
+@dg.run_failure_sensor(
+    monitored_jobs=[inventory_job],
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Record each failed inventory run in audit.collections (source dagster) and "
+    "show it in the analysts' copy (marts.collections), so reports show the gap instead of "
+    "silently missing a cluster. On by default; it reads only runs that fail after it starts.",
+)
 def record_inventory_failure(
     context: dg.RunFailureSensorContext, warehouse: WarehouseResource
 ) -> None:

@@ -56,7 +56,12 @@ def compute_alert_job() -> None:
     raise_compute_alerts()
 
 
-@dg.sensor(job=compute_alert_job, minimum_interval_seconds=300)
+@dg.sensor(
+    job=compute_alert_job,
+    minimum_interval_seconds=300,
+    description="Request an alert run per model whose Article 51 thresholds alert and are not "
+    "yet recorded today in audit.compute_alerts (read from the published compute marts).",
+)
 def compute_threshold_alerts(
     context: dg.SensorEvaluationContext, warehouse: WarehouseResource
 ) -> dg.SensorResult | dg.SkipReason:

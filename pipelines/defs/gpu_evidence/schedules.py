@@ -20,7 +20,13 @@ benchmarks_job = dg.define_asset_job(
 )
 
 
-@dg.schedule(job=telemetry_job, cron_schedule="10 * * * *", execution_timezone="UTC")
+@dg.schedule(
+    job=telemetry_job,
+    cron_schedule="10 * * * *",
+    execution_timezone="UTC",
+    description="Collect every cluster's DCGM telemetry at ten past each hour (after the "
+    "inventory), one run per cluster.",
+)
 def hourly_gpu_telemetry(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """Collect every cluster's telemetry at ten past each hour (after the inventory)."""
     keys = context.instance.get_dynamic_partitions(CLUSTERS_PARTITIONS_NAME)

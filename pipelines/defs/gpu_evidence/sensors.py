@@ -17,7 +17,12 @@ def new_pods_run_key(cluster: str, uids: frozenset[str]) -> str:
     return f"{cluster}:{digest}"
 
 
-@dg.sensor(job=benchmarks_job, minimum_interval_seconds=300)
+@dg.sensor(
+    job=benchmarks_job,
+    minimum_interval_seconds=300,
+    description="Request a benchmark collection for each cluster with finished Triton probe "
+    "pods not yet read.",
+)
 def completed_probe_jobs(
     context: dg.SensorEvaluationContext,
     annex: AnnexSettingsResource,

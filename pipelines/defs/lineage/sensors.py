@@ -15,7 +15,12 @@ lineage_job = dg.define_asset_job(
 )
 
 
-@dg.sensor(job=lineage_job, minimum_interval_seconds=60)
+@dg.sensor(
+    job=lineage_job,
+    minimum_interval_seconds=60,
+    description="Request a lineage collection when OpenLineage events wait in the spool "
+    "(a directory listing only); a backlog a failed run left is retried on the next tick.",
+)
 def new_lineage_events(
     context: dg.SensorEvaluationContext, annex: AnnexSettingsResource
 ) -> dg.SensorResult | dg.SkipReason:

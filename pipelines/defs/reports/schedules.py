@@ -15,7 +15,11 @@ reports_job = dg.define_asset_job(
 )
 
 monthly_reports = dg.build_schedule_from_partitioned_job(
-    reports_job, name="monthly_reports", hour_of_day=6, day_of_month=1
+    reports_job,
+    name="monthly_reports",
+    hour_of_day=6,
+    day_of_month=1,
+    description="Render every report for the month just ended, on the 1st at 06:00 UTC.",
 )
 
 reports_on_new_evidence = dg.AutomationConditionSensorDefinition(

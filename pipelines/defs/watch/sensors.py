@@ -7,13 +7,20 @@ from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
 
 CATCH_UP_INTERVAL_SECONDS = 300
 
-watch_catch_up_job = dg.define_asset_job("watch_catch_up_job", selection=[watched_gpu_allocations])
+watch_catch_up_job = dg.define_asset_job(
+    "watch_catch_up_job",
+    selection=[watched_gpu_allocations],
+    description="Catch one cluster's watch up to the API server (annex watch --once): the exact "
+    "GPU allocation history.",
+)
 
 
 @dg.sensor(
     job=watch_catch_up_job,
     minimum_interval_seconds=CATCH_UP_INTERVAL_SECONDS,
     default_status=dg.DefaultSensorStatus.STOPPED,
+    description="One watch catch-up run per cluster partition every five minutes. Stopped by "
+    "default: turn it on where the annex watch Deployment is not running (never both).",
 )
 def watch_catch_up(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """One catch-up run per cluster partition per tick (the run key dedupes a slow tick).
