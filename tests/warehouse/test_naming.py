@@ -26,7 +26,9 @@ def glossary_rows(text: str) -> list[list[str]]:
         if line.startswith("|")
     ]
     assert rows and rows[0] == HEADER, f"{GLOSSARY} must have one table with columns {HEADER}"
-    return [row for row in rows[2:] if len(row) == len(HEADER)]
+    for row in rows[2:]:  # a cell with a stray "|" would hide the row's synonyms
+        assert len(row) == len(HEADER), f"glossary row {row[0]!r} has {len(row)} cells"
+    return rows[2:]
 
 
 def synonyms(text: str) -> dict[str, tuple[str, ...]]:
