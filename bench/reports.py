@@ -208,7 +208,7 @@ def build_warehouse(workdir: Path, nodes: int, seed: int, first: dt.date, days: 
 
 
 NAIVE_SQL = """
-SELECT node_name, pool, failure_domain, sum(capacity_gpu_hours) AS capacity,
+SELECT node_name, node_pool, failure_domain, sum(capacity_gpu_hours) AS capacity,
        sum(allocated_workload_gpu_hours) AS allocated, sum(allocated_balloon_gpu_hours) AS balloon,
        sum(free_gpu_hours) AS free, sum(unavailable_gpu_hours) AS unavailable,
        sum(allocated_idle_gpu_hours) AS idle
