@@ -16,6 +16,8 @@
 --     warehouse/marts/gpu_models.sql for the backfill; every migrate re-creates it from the file).
 --   marts.node_gpu_hours.gpu_product held a GFD label or a DCGM name: it becomes the canonical
 --     gpu_model; marts.training_run_compute.declared_gpu_product becomes declared_gpu_model.
+-- The marts views' own renames (<state>_gpus, failure_domain, web_domain, node_pool, gpu_model
+-- with gfd_product / nvml_device_name beside it) are in their files under warehouse/marts.
 
 ALTER TABLE core.lineage_runs RENAME COLUMN kubernetes_cluster TO cluster;
 ALTER TABLE core.lineage_runs RENAME COLUMN kubernetes_namespace TO namespace;
