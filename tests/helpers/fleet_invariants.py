@@ -16,9 +16,9 @@ EPSILON = 1e-6
 NODE_GROUPINGS = {
     "node_gpu_hours": "cluster, node_name, hour",
     "gpu_hours_daily_by_node": "cluster, node_name, day",
-    "gpu_hours_daily_by_pool": "cluster, pool, day",
+    "gpu_hours_daily_by_pool": "cluster, node_pool, day",
     "gpu_hours_daily_by_domain": "cluster, failure_domain, day",
-    "gpu_hours_daily_by_model": "cluster, gpu_product, day",
+    "gpu_hours_daily_by_model": "cluster, gpu_model, day",
 }
 NAMESPACE_GROUPINGS = {
     "namespace_gpu_hours": "cluster, namespace, hour",

@@ -95,7 +95,7 @@ def build_documentation_scenario(
             [T0 + timedelta(hours=2), T0 + timedelta(hours=2)],
         )
         con.execute(
-            "INSERT INTO core.nodes (cluster, node_uid, node_name, pool, gpu_product, "
+            "INSERT INTO core.nodes (cluster, node_uid, node_name, node_pool, gfd_product, "
             "gpu_capacity, gpu_allocatable, gpu_resources, content_hash, valid_from, "
             "collection_id) VALUES ('c', 'uid-node-1', 'node-1', 'h100-pool', "
             "'NVIDIA-H100-80GB-HBM3', 8, 8, [{'resource_name': 'nvidia.com/gpu', "

@@ -12,7 +12,7 @@ from reports.fleet import _by_kind, _degraded_by_gpu, _findings, _summary
 def measurement(gpu: str, benchmark: str, ratio: float, **extra) -> dict:
     return {
         "cluster": "c1",
-        "node": "node-1",
+        "node_name": "node-1",
         "gpu_uuid": gpu,
         "benchmark": benchmark,
         "dtype": "bf16",

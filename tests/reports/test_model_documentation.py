@@ -94,8 +94,9 @@ def test_ai_office_edition_fills_annex_xi_from_the_warehouse_and_the_file(
     assert f"hardware / architecture = {ratio(HARDWARE_FLOP / ARCHITECTURE_FLOP)}" in text
     assert "differ by" not in text
     assert "0.42 wall-clock days; 3.33 hardware-days (80.0 GPU-hours observed)" in text
-    assert "NVIDIA-H100-80GB-HBM3: 80.0 GPU-hours in 1 run" in text
-    assert "pool h100-pool (NVIDIA-H100-80GB-HBM3): 1 node, 8 GPUs" in text
+    # one GPU model spelling everywhere (docs/naming.md): the canonical model, not the GFD label
+    assert "H100-SXM5-80GB: 80.0 GPU-hours in 1 run" in text
+    assert "pool h100-pool (H100-SXM5-80GB): 1 node, 8 GPUs" in text
     # 2(e): the energy of record with its measured share and both methods
     assert "0.101 MWh (band 0.0605 to 0.141 MWh), of which 0 % measured" in text
     assert "GPU-hours × TDP × 1 × server overhead 1.5 × PUE 1.2" in text
@@ -186,7 +187,7 @@ def test_the_authority_editions_differ_exactly_where_the_form_says(
     assert ("compute", "Training time (precise)") not in national
     # hardware: the AI Office gets the GPU-hours per GPU model, which would give the national
     # authority the precise hardware-days the form asks only of the AI Office
-    assert national[("compute", "Hardware used (GPU models)")] == "NVIDIA-H100-80GB-HBM3"
+    assert national[("compute", "Hardware used (GPU models)")] == "H100-SXM5-80GB"
     assert office[("compute", "Amount of training compute")].startswith(flop(HARDWARE_FLOP))
     assert national[("compute", "Amount of training compute")].startswith("~10¹⁹ FLOP")
 
@@ -281,7 +282,7 @@ def test_attachments_equal_the_warehouse_data_and_the_manifest_hashes(
         ).fetchall()
     assert compute == (pytest.approx(HARDWARE_FLOP), 80.0)
     pools = attached["node_pools.csv"].decode().splitlines()
-    assert pools[1].startswith('"c","h100-pool","NVIDIA-H100-80GB-HBM3",1,0,8,80,0,0,80,0')
+    assert pools[1].startswith('"c","h100-pool","H100-SXM5-80GB",1,0,8,80,0,0,80,0')
 
 
 def test_pdf_a_3b_and_qpdf_check(editions: dict[str, GeneratedReport]) -> None:

@@ -123,8 +123,8 @@ def test_spark_aggregates_equal_duckdb(exported, spark) -> None:
     wh, dest = exported
     manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
     capacity = (
-        "SELECT cluster, resource_name, count(*) AS nodes, sum(capacity) AS capacity, "
-        "sum(allocatable) AS allocatable FROM {} GROUP BY cluster, resource_name "
+        "SELECT cluster, resource_name, count(*) AS nodes, sum(capacity_gpus) AS capacity, "
+        "sum(allocatable_gpus) AS allocatable FROM {} GROUP BY cluster, resource_name "
         "ORDER BY cluster, resource_name"
     )
     samples = (

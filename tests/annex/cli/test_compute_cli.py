@@ -48,7 +48,7 @@ def config(tmp_path: Path) -> Path:
 def _scenario(con: duckdb.DuckDBPyConnection, start: datetime) -> None:
     """One finished 64-GPU pre-training day with 2e11 tokens, one running 8-GPU job."""
     con.execute(
-        "INSERT INTO core.nodes (cluster, node_uid, node_name, gpu_product, content_hash, "
+        "INSERT INTO core.nodes (cluster, node_uid, node_name, gfd_product, content_hash, "
         "valid_from, collection_id) VALUES ('c', 'u1', 'node-1', 'NVIDIA-H100-80GB-HBM3', 0, ?, "
         "'k8s')",
         [start - timedelta(days=1)],
@@ -73,7 +73,7 @@ def _scenario(con: duckdb.DuckDBPyConnection, start: datetime) -> None:
                                       ("R2", "pre-2", "START", None)):  # fmt: skip
         con.execute(
             "INSERT INTO core.lineage_runs (run_id, job_name, parent_run_id, state, started_at, "
-            "ended_at, state_event_id, kubernetes_cluster, kubernetes_namespace, "
+            "ended_at, state_event_id, cluster, namespace, "
             "kubernetes_job_name, model_name, stage) VALUES (?, ?, 'camp', ?, ?, ?, ?, 'c', "
             "'team', ?, 'cli-lm', 'PRETRAINING')",
             [run_id, job, state, start, ended, f"ev-{run_id}", job],

@@ -391,7 +391,7 @@ def test_a_verified_gpu_binds_its_ueid_and_contradictions_fail_with_device_misma
     assert "GPU UUID GPU-a is bound to ueid ueid-a" in rows[3][5]
     assert query(
         wh,
-        "SELECT node_name, gpu_uuid, device_ueid, first_seen, last_seen "
+        "SELECT node_name, gpu_uuid, device_ueid, first_seen_at, last_seen_at "
         "FROM core.gpu_attested_devices ORDER BY ALL",
     ) == [
         ("node-a", "GPU-a", "ueid-a", T0, T0),
@@ -415,7 +415,7 @@ def test_a_gpu_may_move_to_a_replacement_node_once_the_old_one_left_the_inventor
         [submission("s2", "node-b", "b1", later)],
     )
     assert verdicts(wh, "node-b")["GPU-0"] == ("pass", [], "pass")
-    assert query(wh, "SELECT node_name FROM core.gpu_attested_devices ORDER BY first_seen") == [
+    assert query(wh, "SELECT node_name FROM core.gpu_attested_devices ORDER BY first_seen_at") == [
         ("node-a",),
         ("node-b",),
     ]

@@ -158,7 +158,7 @@ def telemetry() -> Telemetry:
 
 def insert_core(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
-        "INSERT INTO core.nodes (cluster, node_uid, node_name, gpu_product, gpu_capacity, "
+        "INSERT INTO core.nodes (cluster, node_uid, node_name, gfd_product, gpu_capacity, "
         "gpu_allocatable, content_hash, valid_from, collection_id) VALUES "
         "('c', 'uid-node-1', 'node-1', 'NVIDIA-H100-80GB-HBM3', 8, 8, 0, ?, 'k8s-1')",
         [T0 - timedelta(days=1)],
@@ -193,7 +193,7 @@ def insert_core(con: duckdb.DuckDBPyConnection) -> None:
     for run_id, job, parent, state, started, ended, k8s_job, model, stage in runs:
         con.execute(
             "INSERT INTO core.lineage_runs (run_id, job_name, parent_run_id, state, started_at, "
-            "ended_at, state_event_id, kubernetes_cluster, kubernetes_namespace, "
+            "ended_at, state_event_id, cluster, namespace, "
             "kubernetes_job_name, model_name, stage) VALUES (?, ?, ?, ?, ?, ?, ?, 'c', 'team', "
             "?, ?, ?)",
             [run_id, job, parent, state, started, ended, f"ev-{run_id}", k8s_job, model, stage],
@@ -223,7 +223,7 @@ def insert_core(con: duckdb.DuckDBPyConnection) -> None:
         "'s3://ckpt', 'toy-lm', '1', 'facet', 'R1')"
     )
     con.execute(
-        "INSERT INTO core.gpu_benchmarks (cluster, record_id, ts, node, gpu_uuid, gpu_sku, "
+        "INSERT INTO core.gpu_benchmarks (cluster, record_id, ts, node_name, gpu_uuid, gpu_model, "
         "benchmark, dtype, frac_peak_flops, correct, collection_id, loaded_at) VALUES "
         "('c', 'bench-1', ?, 'node-1', 'GPU-d', 'H100-SXM5-80GB', 'gemm', 'bf16', 0.8, true, "
         "'gb-1', ?)",
@@ -395,10 +395,10 @@ def test_models_accumulate_with_base_compute(wh: Warehouse) -> None:
     assert "PUE 1.2" in lm["energy_measured_method"]
     close(lm["rate_flop_per_s"], 512 * PEAK * 0.35)
     close(lm["projected_compute_flop"], own + 512 * PEAK * 0.35 * (700 * 86400 - 3 * H))
-    gpus = rows(wh, "SELECT gpu_product, gpu_sku, gpu_hours FROM marts.model_gpu_hours "
+    gpus = rows(wh, "SELECT gfd_product, gpu_model, gpu_hours FROM marts.model_gpu_hours "
                 "WHERE model_name = 'toy-lm'")  # fmt: skip
     assert gpus == [
-        {"gpu_product": "NVIDIA-H100-80GB-HBM3", "gpu_sku": "H100-SXM5-80GB", "gpu_hours": 516.0}
+        {"gfd_product": "NVIDIA-H100-80GB-HBM3", "gpu_model": "H100-SXM5-80GB", "gpu_hours": 516.0}
     ]
 
     (ft,) = rows(wh, "SELECT * FROM marts.model_compute WHERE model_name = 'toy-lm-ft'")

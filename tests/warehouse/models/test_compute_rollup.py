@@ -88,7 +88,7 @@ def stored(con: duckdb.DuckDBPyConnection) -> list[tuple]:
 
 def insert_jobs(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
-        "INSERT INTO core.nodes (cluster, node_uid, node_name, gpu_product, gpu_capacity, "
+        "INSERT INTO core.nodes (cluster, node_uid, node_name, gfd_product, gpu_capacity, "
         "gpu_allocatable, content_hash, valid_from, collection_id) VALUES "
         "('c', 'uid-node-1', 'node-1', 'NVIDIA-H100-80GB-HBM3', 8, 8, 0, ?, 'k8s-1')",
         [T0 - timedelta(days=1)],
@@ -108,7 +108,7 @@ def insert_jobs(con: duckdb.DuckDBPyConnection) -> None:
         )
         con.execute(
             "INSERT INTO core.lineage_runs (run_id, job_name, parent_run_id, state, started_at, "
-            "ended_at, state_event_id, kubernetes_cluster, kubernetes_namespace, "
+            "ended_at, state_event_id, cluster, namespace, "
             "kubernetes_job_name, model_name, stage) VALUES (?, ?, NULL, 'COMPLETE', ?, ?, ?, "
             "'c', 'team', ?, 'toy-lm', 'PRETRAINING')",
             [run_id, job, T0 + timedelta(hours=start), T0 + timedelta(hours=end), f"ev-{run_id}",

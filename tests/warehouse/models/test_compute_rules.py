@@ -55,7 +55,7 @@ class World:
         self.con: duckdb.DuckDBPyConnection | None = None
         self.statements: list[tuple[str, list[Any]]] = [
             (
-                "INSERT INTO core.nodes (cluster, node_uid, node_name, gpu_product, gpu_capacity, "
+                "INSERT INTO core.nodes (cluster, node_uid, node_name, gfd_product, gpu_capacity, "
                 "gpu_allocatable, content_hash, valid_from, collection_id) VALUES ('c', "
                 "'uid-n1', 'n1', 'NVIDIA-H100-80GB-HBM3', 8, 8, 0, ?, 'k8s-1')",
                 [T0 - timedelta(days=30)],
@@ -93,7 +93,7 @@ class World:
         self.statements.append(
             (
                 "INSERT INTO core.lineage_runs (run_id, job_name, parent_run_id, state, "
-                "started_at, ended_at, state_event_id, kubernetes_cluster, kubernetes_namespace, "
+                "started_at, ended_at, state_event_id, cluster, namespace, "
                 "kubernetes_job_name, model_name, stage) VALUES (?, ?, ?, ?, ?, ?, ?, 'c', "
                 "'team', ?, ?, ?)",
                 [
@@ -401,6 +401,7 @@ def test_1e25_is_notified_two_weeks_after_the_plan_that_projects_it(tmp_path: Pa
     w.refresh()
     r = w.one("marts.training_run_compute", run_id="R")
     assert r["physical_max_source"] == "declared"
+    assert r["declared_gpu_model"] == "H100-SXM5-80GB"  # canonical, from the GFD label declared
     close(r["physical_max_flop"], 32768 * 10 * 86400 * PEAK)
     close(r["compute_flop"], 1.2e25)
     systemic = w.threshold("lm", "systemic_risk")
@@ -414,6 +415,7 @@ def test_1e25_is_notified_two_weeks_after_the_plan_that_projects_it(tmp_path: Pa
     assert lm["hardware_days"] == pytest.approx(32768 * 240 / 24)
     (gpus,) = w.rows("SELECT * FROM marts.model_gpu_hours")
     assert gpus["declared_gpu_hours"] == pytest.approx(32768 * 240) and gpus["gpu_hours"] == 0
+    assert (gpus["gpu_model"], gpus["gfd_product"]) == ("H100-SXM5-80GB", "NVIDIA-H100-80GB-HBM3")
 
 
 @pytest.mark.parametrize(

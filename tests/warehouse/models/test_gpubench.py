@@ -111,7 +111,7 @@ def test_dcgm_placement_wins_over_benchmark_majority(wh: Warehouse) -> None:
     with wh.writer() as con:
         con.execute(
             "INSERT INTO core.gpu_telemetry_series (cluster, series_id, series_key, gpu_uuid, "
-            "metric, hostname, last_ts, first_collection_id, last_collection_id) "
+            "metric, node_name, last_ts, first_collection_id, last_collection_id) "
             "VALUES ('c', 1, 1, 'GPU-1', 'gr_engine_active', 'node-b', ?, 'x', 'x')",
             [TS],
         )
@@ -124,7 +124,7 @@ def test_dcgm_placement_wins_over_benchmark_majority(wh: Warehouse) -> None:
 def test_model_that_contradicts_the_node_label_is_rejected(wh: Warehouse) -> None:
     with wh.writer() as con:
         con.execute(
-            "INSERT INTO core.nodes (cluster, node_name, gpu_product, content_hash, valid_from, "
+            "INSERT INTO core.nodes (cluster, node_name, gfd_product, content_hash, valid_from, "
             "collection_id) VALUES ('c', 'node-a', 'NVIDIA-A100-SXM4-80GB', 0, ?, 'x'), "
             "('c', 'node-b', 'NVIDIA-H100-80GB-HBM3', 0, ?, 'x')",
             [TS, TS],

@@ -138,8 +138,9 @@ def test_marts_add_up_to_what_the_objects_say(warehouse):
                     held[key] = held.get(key, 0) + int(qty)
     rows = query(
         warehouse,
-        "SELECT node_name, resource_name, capacity, allocatable, allocated_workload, "
-        "allocated_balloon, free, unavailable FROM marts.node_gpu_capacity ORDER BY ALL",
+        "SELECT node_name, resource_name, capacity_gpus, allocatable_gpus, "
+        "allocated_workload_gpus, allocated_balloon_gpus, free_gpus, unavailable_gpus "
+        "FROM marts.node_gpu_capacity ORDER BY ALL",
     )
     for node, res, cap, alloc, work, ball, free, unavail in rows:
         status = nodes[node]["status"]
@@ -159,8 +160,8 @@ def test_marts_add_up_to_what_the_objects_say(warehouse):
 
     summary = query(
         warehouse,
-        "SELECT nodes, ready_nodes, gpu_nodes, gpus_capacity, gpus_allocatable, "
-        "gpus_allocated_workload, gpus_allocated_balloon, gpus_free, gpus_unavailable, "
+        "SELECT nodes, ready_nodes, gpu_nodes, capacity_gpus, allocatable_gpus, "
+        "allocated_workload_gpus, allocated_balloon_gpus, free_gpus, unavailable_gpus, "
         "mig_slices_capacity, mig_slices_allocated, pods_counted, balloon_pods, queued_pods, "
         "queued_gpus, snapshot_consistent FROM marts.fleet_summary",
     )
@@ -171,8 +172,9 @@ def test_marts_add_up_to_what_the_objects_say(warehouse):
 
     by_namespace = query(
         warehouse,
-        "SELECT namespace, pods_counted, gpus_workload, gpus_balloon, mig_slices_allocated, "
-        "queued_pods, queued_gpus FROM marts.fleet_gpu_by_namespace ORDER BY namespace",
+        "SELECT namespace, pods_counted, allocated_workload_gpus, allocated_balloon_gpus, "
+        "mig_slices_allocated, queued_pods, queued_gpus FROM marts.fleet_gpu_by_namespace "
+        "ORDER BY namespace",
     )
     assert by_namespace == [
         ("kube-system", 1, 0, 0, 0, 0, 0),
@@ -182,18 +184,20 @@ def test_marts_add_up_to_what_the_objects_say(warehouse):
     ]
     zones = query(
         warehouse,
-        "SELECT domain, capacity, blast_radius_gpus, allocated_workload FROM "
-        "marts.fleet_gpu_by_domain WHERE level = 2 AND whole_gpus ORDER BY domain",
+        "SELECT failure_domain, capacity_gpus, blast_radius_gpus, allocated_workload_gpus FROM "
+        "marts.fleet_gpu_by_domain WHERE level = 2 AND whole_gpus ORDER BY failure_domain",
     )
     assert zones == [("us-east-1/us-east-1a", 24, 24, 17), ("us-east-1/us-east-1b", 16, 16, 6)]
     models = query(
         warehouse,
-        "SELECT gpu_product, capacity FROM marts.fleet_gpu_by_model WHERE whole_gpus ORDER BY 1",
+        "SELECT gfd_product, capacity_gpus FROM marts.fleet_gpu_by_model WHERE whole_gpus "
+        "ORDER BY 1",
     )
     assert models == [("NVIDIA-A100-SXM4-80GB", 8), ("NVIDIA-H100-80GB-HBM3", 32)]
     pools = query(
         warehouse,
-        "SELECT pool, capacity, free FROM marts.fleet_gpu_by_pool WHERE whole_gpus ORDER BY 1",
+        "SELECT node_pool, capacity_gpus, free_gpus FROM marts.fleet_gpu_by_pool WHERE whole_gpus "
+        "ORDER BY 1",
     )
     assert pools == [("a", 16, 2), ("b", 16, 4), ("unknown", 8, 0)]
     done = query(

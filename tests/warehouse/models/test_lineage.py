@@ -681,7 +681,7 @@ def test_eu_summary_on_a_hand_checked_graph(wh):
     # 20 domains, top 10%: the two largest, shares of all 1,010 tokens
     top = query(
         wh,
-        "SELECT domain, share, rank FROM marts.lineage_eu_top_domains "
+        "SELECT web_domain, share, rank FROM marts.lineage_eu_top_domains "
         "WHERE model_version_id = ? ORDER BY rank",
         [ckpt],
     )

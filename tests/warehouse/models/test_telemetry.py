@@ -225,7 +225,7 @@ def test_series_key_is_the_hash_of_the_identity_columns(wh: Warehouse) -> None:
     assert query(
         wh,
         "SELECT count(*), count(*) FILTER (WHERE series_key = hash(cluster, gpu_uuid, metric, "
-        "hostname, pod, namespace, container, mig_profile, mig_instance)) "
+        "node_name, pod, namespace, container, mig_profile, mig_instance)) "
         "FROM core.gpu_telemetry_series",
     ) == [(2, 2)]
     assert query(wh, "SELECT mig_instance FROM core.gpu_telemetry_series ORDER BY series_id") == [

@@ -137,7 +137,7 @@ def inventory(wh: Warehouse, nodes: list[dict], allocations: list[dict], horizon
         )
         for n in nodes:
             con.execute(
-                "INSERT INTO core.nodes (cluster, node_uid, node_name, pool, gpu_product, "
+                "INSERT INTO core.nodes (cluster, node_uid, node_name, node_pool, gfd_product, "
                 "gpu_capacity, gpu_allocatable, gpu_resources, mig_strategy, ready, "
                 "unschedulable, topology, content_hash, valid_from, valid_to, collection_id) "
                 "VALUES ('c', ?, ?, ?, 'NVIDIA-H100-80GB-HBM3', ?, ?, "
@@ -220,7 +220,7 @@ def test_hourly_busy_power_xid_and_energy_across_a_counter_reset(wh: Warehouse) 
 
     rows = query(
         wh,
-        "SELECT gpu_uuid, hour, node_name, gpu_model, samples, busy_signal, round(busy, 6), "
+        "SELECT gpu_uuid, hour, node_name, nvml_device_name, samples, busy_signal, round(busy, 6), "
         "sm_active, power_watts, power_covered_seconds, energy_joules, energy_estimated_joules, "
         "max_gpu_temp_c, mean_sm_clock_mhz, xid_last, xid_samples, workload_pod, "
         "workload_namespace, pod_label_fraction, pod_category "
@@ -282,7 +282,7 @@ def test_capacity_buckets_sum_to_capacity_with_fractional_interval_edges(wh: War
     assert counts["kubernetes_collections"] == 1
     rows = query(
         wh,
-        "SELECT node_name, hour, pool, failure_domain, observed_hours, capacity_gpu_hours, "
+        "SELECT node_name, hour, node_pool, failure_domain, observed_hours, capacity_gpu_hours, "
         "allocatable_gpu_hours, round(allocated_workload_gpu_hours, 6), "
         "allocated_balloon_gpu_hours, round(free_gpu_hours, 6), unavailable_gpu_hours "
         "FROM marts.node_gpu_hours ORDER BY node_name, hour",
@@ -302,9 +302,9 @@ def test_capacity_buckets_sum_to_capacity_with_fractional_interval_edges(wh: War
 
     by_pool = query(
         wh,
-        "SELECT pool, nodes, capacity_gpu_hours, round(allocated_workload_gpu_hours, 6), "
+        "SELECT node_pool, nodes, capacity_gpu_hours, round(allocated_workload_gpu_hours, 6), "
         "allocated_balloon_gpu_hours, round(free_gpu_hours, 6), unavailable_gpu_hours "
-        "FROM marts.gpu_hours_daily_by_pool ORDER BY pool",
+        "FROM marts.gpu_hours_daily_by_pool ORDER BY node_pool",
     )
     assert by_pool == [
         ("pool-a", 1, 16.0, 6.0, 4.0, 6.0, 0.0),
@@ -316,9 +316,9 @@ def test_capacity_buckets_sum_to_capacity_with_fractional_interval_edges(wh: War
     ) == [("eu-west", 2, 32.0)]
     assert query(
         wh,
-        "SELECT gpu_product, nodes, capacity_gpu_hours, round(allocated_workload_share, 6) "
+        "SELECT gpu_model, nodes, capacity_gpu_hours, round(allocated_workload_share, 6) "
         "FROM marts.gpu_hours_daily_by_model",
-    ) == [("NVIDIA-H100-80GB-HBM3", 2, 32.0, round(28 / 3 / 32, 6))]
+    ) == [("H100-SXM5-80GB", 2, 32.0, round(28 / 3 / 32, 6))]  # canonical (docs/naming.md)
     assert query(
         wh,
         "SELECT node_name, node_uid, observed_hours, unavailable_gpu_hours "
@@ -402,7 +402,7 @@ def test_allocated_but_idle_counts_workload_pods_below_five_percent_never_balloo
     ]
     by_pool = query(
         wh,
-        "SELECT pool, telemetry_gpu_hours, allocated_idle_gpu_hours, round(busy, 6) "
+        "SELECT node_pool, telemetry_gpu_hours, allocated_idle_gpu_hours, round(busy, 6) "
         "FROM marts.gpu_hours_daily_by_pool",
     )
     assert by_pool == [("pool-a", 8, 1.0, round((0.98 + 0.97 + 1 / 6) / 8, 6))]
@@ -519,7 +519,7 @@ def test_a_slow_gpu_is_found_among_healthy_ones_and_its_low_clock_explains_it(
     ]
     degraded = query(
         wh,
-        "SELECT gpu_uuid, node, metric, value, cohort_gpus, cohort_median, cohort_mad, "
+        "SELECT gpu_uuid, node_name, metric, value, cohort_gpus, cohort_median, cohort_mad, "
         "round(threshold, 3), round(ratio_to_median, 4), below_mad_rule, below_ratio_rule, "
         "telemetry_hours, sm_clock_mhz, cohort_median_sm_clock_mhz, max_gpu_temp_c, xid_last, "
         "corroborated, verdict FROM marts.gpu_degraded",
@@ -722,11 +722,11 @@ def test_a_hand_built_month_holds_idle_within_allocation_and_buckets_to_capacity
 
     pools = query(
         wh,
-        "SELECT day, pool, capacity_gpu_hours, round(allocated_workload_gpu_hours, 6), "
+        "SELECT day, node_pool, capacity_gpu_hours, round(allocated_workload_gpu_hours, 6), "
         "allocated_balloon_gpu_hours, round(free_gpu_hours, 6), unavailable_gpu_hours, "
         "telemetry_gpu_hours, telemetry_only_gpu_hours, round(allocated_idle_gpu_hours, 6), "
         "round(telemetry_only_idle_gpu_hours, 6) FROM marts.gpu_hours_daily_by_pool "
-        "WHERE day IN (?, ?, ?, ?) ORDER BY day, pool",
+        "WHERE day IN (?, ?, ?, ?) ORDER BY day, node_pool",
         [day(5).date(), day(10).date(), day(21).date(), day(27).date()],
     )
     assert pools == [
