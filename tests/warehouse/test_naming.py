@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 from annex.settings import WarehouseSettings
+from tests.helpers.warehouse_things import make_migrations_dir
 from warehouse import Warehouse
-from warehouse.testing import make_migrations_dir
 
 GLOSSARY = Path(__file__).resolve().parents[2] / "docs" / "naming.md"
 HEADER = ["concept", "name", "meaning", "synonyms not to use", "raw source spellings kept, and why"]
