@@ -28,6 +28,7 @@ from collectors.kubernetes.listing import (
     Lister,
     ListRecord,
     ListStats,
+    ResourceNotServed,
     latency_summary,
     utc_now,
 )
@@ -38,6 +39,9 @@ from collectors.kubernetes.transport import raw_get
 class Resource:
     table: str
     api_path: str
+    optional: bool = False
+    """Skipped, with a note in ``lists``, when the API server does not serve it (404): an
+    API group that older clusters lack. Never an error."""
 
     def method(self, api: ApiClient) -> ListCall:
         """A paged GET of this list (``limit``/``_continue``), as the lister calls it."""
@@ -63,6 +67,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("jobs", "/apis/batch/v1/jobs"),
     Resource("priority_classes", "/apis/scheduling.k8s.io/v1/priorityclasses"),
     Resource("events", "/api/v1/events"),
+    # DRA (GA in Kubernetes 1.34): devices the drivers publish, and who holds them.
+    Resource("resource_slices", "/apis/resource.k8s.io/v1/resourceslices", optional=True),
+    Resource("resource_claims", "/apis/resource.k8s.io/v1/resourceclaims", optional=True),
 )
 """What annex reads, in order. deploy/rbac.yaml grants exactly these (a test checks)."""
 
@@ -98,16 +105,29 @@ def collect_cluster(
                 records.append(record)
                 read = functools.partial(read_page, resource=resource.table)
                 pages = lister.pages(resource.method(api), record, read, on_page)
-                for batch, rejected in builder.build(resource.table, pages):
-                    if batch.num_rows:
-                        yield resource.table, batch
-                    if rejected:
-                        record.rejected += len(rejected)
-                        yield "rejected", rejected_batch(rejected)
+                try:
+                    for batch, rejected in builder.build(resource.table, pages):
+                        if batch.num_rows:
+                            yield resource.table, batch
+                        if rejected:
+                            record.rejected += len(rejected)
+                            yield "rejected", rejected_batch(rejected)
+                except ResourceNotServed as absent:
+                    if not resource.optional:
+                        raise
+                    skip(record, absent)
     except (ClusterAccessError, CollectionError) as exc:
         server = api.configuration.host
         raise type(exc)(f"cluster {cluster} ({server}): {exc.message}", hint=exc.hint) from exc
     yield "lists", lists_batch(records)
+
+
+def skip(record: ListRecord, absent: ResourceNotServed) -> None:
+    """Record an optional resource the server does not serve: no rows, an inconsistent list
+    (so that nothing collected before is taken as deleted) and the reason."""
+    record.consistent = False
+    record.finished_at = utc_now()
+    record.skipped_reason = f"{absent.message}; skipped (optional resource)"
 
 
 def lists_batch(records: list[ListRecord]) -> pa.RecordBatch:
@@ -133,6 +153,7 @@ def lists_batch(records: list[ListRecord]) -> pa.RecordBatch:
             pa.array([s[1] for s in summaries], pa.float64()),
             pa.array([s[2] for s in summaries], pa.float64()),
             pa.array([sum(r.latencies) for r in records], pa.float64()),
+            pa.array([r.skipped_reason for r in records], pa.string()),
         ],
         schema=schema.LISTS,
     )

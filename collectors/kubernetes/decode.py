@@ -610,12 +610,118 @@ def _event_component(event: objects.Event) -> str | None:
     return event.source.component if event.source else None
 
 
+class ResourceSliceDecoder(ResourceDecoder[objects.ResourceSlice]):
+    """ResourceSlices: one row per slice, its devices as a list (exploded in the warehouse)."""
+
+    table = "resource_slices"
+    list_type = objects.ResourceSliceList
+    item_type = objects.ResourceSlice
+    arrow_schema = schema.RESOURCE_SLICES
+
+    def columns(self, items: list[objects.ResourceSlice], extras: list[Any]) -> list[pa.Array]:
+        metas = [r.metadata for r in items]
+        specs = [r.spec for r in items]
+        return [
+            pa.array([m.uid for m in metas], pa.string()),
+            pa.array([m.name for m in metas], pa.string()),
+            pa.array([m.resource_version for m in metas], pa.string()),
+            _timestamps([m.creation_timestamp for m in metas]),
+            pa.array([s.driver for s in specs], pa.string()),
+            pa.array([s.node_name or None for s in specs], pa.string()),
+            pa.array([bool(s.all_nodes) for s in specs], pa.bool_()),
+            pa.array([s.pool.name for s in specs], pa.string()),
+            pa.array([s.pool.generation for s in specs], pa.int64()),
+            _list_of_structs(
+                [[_dra_device(d) for d in s.devices or ()] for s in specs], schema.DRA_DEVICE
+            ),
+        ]
+
+
+def _attribute(device: objects.Device, name: str) -> str | None:
+    """A string attribute of a device (the NVIDIA driver's are unqualified names)."""
+    value = (device.attributes or {}).get(name)
+    return value.string if value is not None else None
+
+
+def _dra_device(device: objects.Device) -> tuple[Any, ...]:
+    """(device, device_type, gpu_uuid, mig_uuid, mig_profile, nvml_device_name, memory_bytes).
+
+    A MIG device's own ``uuid`` is the MIG instance's; its physical GPU is ``parentUUID``.
+    Devices that are not GPUs (``type`` channel or daemon) carry no ``gpu_uuid``.
+    """
+    kind = _attribute(device, "type")
+    uuid = _attribute(device, "uuid")
+    parent = _attribute(device, "parentUUID")
+    is_mig = kind == "mig" or parent is not None
+    if is_mig:
+        gpu_uuid, mig_uuid = parent, uuid
+    elif uuid is not None and uuid.startswith("GPU-"):
+        gpu_uuid, mig_uuid = uuid, None
+    else:
+        gpu_uuid, mig_uuid = None, None
+    memory = (device.capacity or {}).get("memory")
+    try:
+        memory_bytes = _optional(parse_bytes, memory.value) if memory is not None else None
+    except ValueError:
+        memory_bytes = None  # an unreadable quantity loses the figure, not the slice
+    return (
+        device.name,
+        kind,
+        gpu_uuid,
+        mig_uuid,
+        _attribute(device, "profile") if is_mig else None,
+        _attribute(device, "productName"),
+        memory_bytes,
+    )
+
+
+class ResourceClaimDecoder(ResourceDecoder[objects.ResourceClaim]):
+    """ResourceClaims: allocation results and the pods the claim is reserved for."""
+
+    table = "resource_claims"
+    list_type = objects.ResourceClaimList
+    item_type = objects.ResourceClaim
+    arrow_schema = schema.RESOURCE_CLAIMS
+
+    def columns(self, items: list[objects.ResourceClaim], extras: list[Any]) -> list[pa.Array]:
+        metas = [c.metadata for c in items]
+        statuses = [c.status for c in items]
+        results = [
+            [
+                (r.request, r.driver, r.pool, r.device)
+                for r in (
+                    s.allocation.devices.results or ()
+                    if s.allocation is not None and s.allocation.devices is not None
+                    else ()
+                )
+            ]
+            for s in statuses
+        ]
+        reserved = [
+            [r.uid for r in s.reserved_for or () if r.resource == "pods" and r.uid]
+            for s in statuses
+        ]
+        return [
+            pa.array([m.uid for m in metas], pa.string()),
+            pa.array([m.namespace for m in metas], pa.string()),
+            pa.array([m.name for m in metas], pa.string()),
+            pa.array([m.resource_version for m in metas], pa.string()),
+            _timestamps([m.creation_timestamp for m in metas]),
+            _timestamps([m.deletion_timestamp for m in metas]),
+            pa.array([s.allocation is not None for s in statuses], pa.bool_()),
+            _list_of_structs(results, schema.DRA_RESULT),
+            pa.array(reserved, pa.list_(pa.string())),
+        ]
+
+
 DECODERS: dict[str, type[ResourceDecoder[Any]]] = {
     "nodes": NodeDecoder,
     "pods": PodDecoder,
     "jobs": JobDecoder,
     "priority_classes": PriorityClassDecoder,
     "events": EventDecoder,
+    "resource_slices": ResourceSliceDecoder,
+    "resource_claims": ResourceClaimDecoder,
 }
 
 

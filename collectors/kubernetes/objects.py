@@ -234,6 +234,90 @@ class EventList(_Struct):
     items: list[Event] = []
 
 
+# --- DRA: ResourceSlices and ResourceClaims (resource.k8s.io/v1) -----------------------------
+
+
+class DeviceAttribute(_Struct):
+    """One typed attribute value of a DRA device: exactly one field is set."""
+
+    string: str | None = None
+    # ``int`` and ``bool`` would shadow the builtins in the class body: map them explicitly.
+    int_: int | None = msgspec.field(default=None, name="int")
+    bool_: bool | None = msgspec.field(default=None, name="bool")
+    version: str | None = None
+
+
+class DeviceCapacity(_Struct):
+    value: Quantity | None = None
+
+
+class Device(_Struct):
+    name: str = ""
+    attributes: dict[str, DeviceAttribute] | None = None
+    capacity: dict[str, DeviceCapacity] | None = None
+
+
+class ResourcePool(_Struct):
+    name: str = ""
+    generation: int = 0
+    resource_slice_count: int = 0
+
+
+class ResourceSliceSpec(_Struct):
+    driver: str = ""
+    node_name: str | None = None
+    all_nodes: bool | None = None
+    pool: ResourcePool = msgspec.field(default_factory=ResourcePool)
+    devices: list[Device] | None = None
+
+
+class ResourceSlice(_Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ResourceSliceSpec = msgspec.field(default_factory=ResourceSliceSpec)
+
+
+class ResourceSliceList(_Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[ResourceSlice] = []
+
+
+class DeviceRequestAllocationResult(_Struct):
+    request: str = ""
+    driver: str = ""
+    pool: str = ""
+    device: str = ""
+
+
+class DeviceAllocationResult(_Struct):
+    results: list[DeviceRequestAllocationResult] | None = None
+
+
+class AllocationResult(_Struct):
+    devices: DeviceAllocationResult | None = None
+
+
+class ResourceClaimConsumerReference(_Struct):
+    api_group: str | None = None
+    resource: str = ""
+    name: str = ""
+    uid: str = ""
+
+
+class ResourceClaimStatus(_Struct):
+    allocation: AllocationResult | None = None
+    reserved_for: list[ResourceClaimConsumerReference] | None = None
+
+
+class ResourceClaim(_Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    status: ResourceClaimStatus = msgspec.field(default_factory=ResourceClaimStatus)
+
+
+class ResourceClaimList(_Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[ResourceClaim] = []
+
+
 # --- for salvaging a page that does not fit the structs ----------------------------------------
 
 

@@ -180,6 +180,62 @@ EVENTS = pa.schema(
     ]
 )
 
+DRA_DEVICE = pa.struct(
+    [
+        ("device", pa.string()),
+        ("device_type", pa.string()),
+        ("gpu_uuid", pa.string()),
+        ("mig_uuid", pa.string()),
+        ("mig_profile", pa.string()),
+        ("nvml_device_name", pa.string()),
+        ("memory_bytes", pa.int64()),
+    ]
+)
+"""One device a ResourceSlice publishes. ``gpu_uuid`` is the physical GPU's UUID (a MIG
+device's ``parentUUID``), null for devices that are not GPUs (IMEX channels, daemons);
+``nvml_device_name`` is the driver's ``productName`` attribute (the NVML name)."""
+
+RESOURCE_SLICES = pa.schema(
+    [
+        ("resource_slice_uid", pa.string()),
+        ("resource_slice_name", pa.string()),
+        ("resource_version", pa.string()),
+        ("creation_timestamp", TIMESTAMP),
+        ("driver", pa.string()),
+        ("node_name", pa.string()),
+        ("all_nodes", pa.bool_()),
+        ("dra_pool", pa.string()),
+        ("pool_generation", pa.int64()),
+        ("devices", pa.list_(DRA_DEVICE)),
+        ("list_attempt", pa.int32()),
+    ]
+)
+
+DRA_RESULT = pa.struct(
+    [
+        ("request", pa.string()),
+        ("driver", pa.string()),
+        ("dra_pool", pa.string()),
+        ("device", pa.string()),
+    ]
+)
+"""One allocated device of a ResourceClaim (``status.allocation.devices.results[]``)."""
+
+RESOURCE_CLAIMS = pa.schema(
+    [
+        ("claim_uid", pa.string()),
+        ("namespace", pa.string()),
+        ("claim_name", pa.string()),
+        ("resource_version", pa.string()),
+        ("creation_timestamp", TIMESTAMP),
+        ("deletion_timestamp", TIMESTAMP),
+        ("allocated", pa.bool_()),
+        ("results", pa.list_(DRA_RESULT)),
+        ("reserved_for_pod_uids", pa.list_(pa.string())),
+        ("list_attempt", pa.int32()),
+    ]
+)
+
 REJECTED = pa.schema(
     [
         ("locator", pa.string()),
@@ -209,6 +265,7 @@ LISTS = pa.schema(
         ("latency_p50_seconds", pa.float64()),
         ("latency_p99_seconds", pa.float64()),
         ("latency_total_seconds", pa.float64()),
+        ("skipped_reason", pa.string()),
     ]
 )
 
@@ -218,6 +275,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "jobs": JOBS,
     "priority_classes": PRIORITY_CLASSES,
     "events": EVENTS,
+    "resource_slices": RESOURCE_SLICES,
+    "resource_claims": RESOURCE_CLAIMS,
     "rejected": REJECTED,
     "lists": LISTS,
 }

@@ -2,10 +2,12 @@
 
 Tables (created by ``migrations/0002_kubernetes.sql``, every core/marts column commented):
 
-* ``raw.kubernetes_{nodes,pods,jobs,priority_classes,events}``: kept fields, a row per change.
+* ``raw.kubernetes_{nodes,pods,jobs,priority_classes,events,resource_slices,resource_claims}``:
+  kept fields, a row per change.
 * ``core.nodes`` (slowly changing: ``valid_from``/``valid_to``), ``core.node_gpu_resources``,
-  ``core.pods``, ``core.jobs``, ``core.priority_classes``, ``core.events`` (current state per
-  object, ``present``/``vanished_at``), ``core.gpu_allocations`` (intervals).
+  ``core.pods``, ``core.jobs``, ``core.priority_classes``, ``core.events``, ``core.dra_claims``
+  (current state per object, ``present``/``vanished_at``), ``core.dra_devices`` (DRA devices,
+  slowly changing), ``core.gpu_allocations`` (intervals).
 * ``audit.kubernetes_lists``: each list of each collection (snapshot RV, consistency, latency).
 * ``marts.node_gpu_capacity``, ``marts.fleet_gpu_by_{model,pool,domain,namespace}``,
   ``marts.fleet_summary``.
@@ -28,8 +30,13 @@ CURRENT_STATE_TABLES: dict[str, str] = {
     "jobs": "job_uid",
     "priority_classes": "priority_class_uid",
     "events": "event_uid",
+    "resource_claims": "claim_uid",
 }
 """Tables kept as one current row per object: table name -> key column."""
+
+CORE_NAMES: dict[str, str] = {"resource_claims": "dra_claims"}
+"""Current-state tables whose core name is not the collector's (docs/naming.md); their raw
+table keeps the collector's: ``raw.kubernetes_resource_claims`` -> ``core.dra_claims``."""
 
 _CURRENT_STATE_SQL = """
 CREATE OR REPLACE TEMP TABLE k8s_snapshot_{table} AS
@@ -43,7 +50,7 @@ FROM (
 CREATE OR REPLACE TEMP TABLE k8s_changed_{table} AS
 SELECT s.*, c.first_seen_at AS known_since
 FROM k8s_snapshot_{table} AS s
-LEFT JOIN core.{table} AS c
+LEFT JOIN core.{core} AS c
     ON c.cluster = getvariable('cluster') AND c.{key} = s.{key}
 WHERE c.{key} IS NULL OR c.content_hash <> s.content_hash OR NOT c.present;
 
@@ -55,11 +62,11 @@ SELECT
     * EXCLUDE (known_since)
 FROM k8s_changed_{table};
 
-DELETE FROM core.{table} AS c
+DELETE FROM core.{core} AS c
 WHERE c.cluster = getvariable('cluster')
   AND c.{key} IN (SELECT {key} FROM k8s_changed_{table});
 
-INSERT INTO core.{table} BY NAME
+INSERT INTO core.{core} BY NAME
 SELECT
     getvariable('cluster') AS cluster,
     * EXCLUDE (known_since),
@@ -70,7 +77,7 @@ SELECT
     getvariable('collection_id') AS collection_id
 FROM k8s_changed_{table};
 
-UPDATE core.{table} AS c
+UPDATE core.{core} AS c
 SET present = false,
     vanished_at = getvariable('collected_at'),
     collection_id = getvariable('collection_id')
@@ -84,7 +91,7 @@ DROP TABLE k8s_changed_{table};
 
 def _merge_sql() -> str:
     blocks = "\n".join(
-        _CURRENT_STATE_SQL.format(table=table, key=key)
+        _CURRENT_STATE_SQL.format(table=table, key=key, core=CORE_NAMES.get(table, table))
         for table, key in CURRENT_STATE_TABLES.items()
     )
     template = (_HERE / "kubernetes_merge.sql").read_text(encoding="utf-8")

@@ -6,7 +6,8 @@
 --    (resource_version excluded: it changes on every write, even of fields annex ignores).
 -- 2. raw.*: append versions whose hash differs from core's current one (history grows with
 --    change, not with snapshots x objects; loading the same snapshot twice appends nothing).
--- 3. core.nodes: slowly changing rows. core.pods/jobs/priority_classes/events: current state.
+-- 3. core.nodes, core.dra_devices: slowly changing rows. core.pods/jobs/priority_classes/
+--    events/dra_claims: current state.
 --    Every staged column is a kept field (the hash covers them all), boot_id included: a
 --    reboot makes a new version, which attestation coverage reads as a boot change.
 -- 4. core.gpu_allocations: open intervals for bound GPU pods, close them at the pod's finish,
@@ -70,6 +71,90 @@ WHERE NOT EXISTS (
 );
 
 {current_state}
+
+-- DRA devices (ResourceSlices exploded, one row per device): slowly changing rows keyed by
+-- (driver, dra_pool, device), as core.nodes. The pool generation and resource_version are not
+-- hashed: a driver republishing the same devices makes no new version.
+
+CREATE OR REPLACE TEMP TABLE k8s_snapshot_resource_slices AS
+SELECT *, hash(*COLUMNS(* EXCLUDE (resource_version, pool_generation))) AS content_hash
+FROM (
+    SELECT * EXCLUDE (list_attempt)
+    FROM stage_resource_slices
+    WHERE list_attempt = (SELECT max(list_attempt) FROM stage_resource_slices)
+);
+
+INSERT INTO raw.kubernetes_resource_slices BY NAME
+SELECT
+    getvariable('cluster') AS cluster,
+    getvariable('collection_id') AS collection_id,
+    getvariable('collected_at') AS collected_at,
+    s.*
+FROM k8s_snapshot_resource_slices AS s
+WHERE NOT EXISTS (
+    SELECT 1
+    FROM (
+        SELECT resource_slice_uid, arg_max(content_hash, collected_at) AS content_hash
+        FROM raw.kubernetes_resource_slices
+        WHERE cluster = getvariable('cluster')
+        GROUP BY resource_slice_uid
+    ) AS latest
+    WHERE latest.resource_slice_uid = s.resource_slice_uid
+      AND latest.content_hash = s.content_hash
+);
+
+CREATE OR REPLACE TEMP TABLE k8s_snapshot_dra_devices AS
+SELECT *, hash(*COLUMNS(*)) AS content_hash
+FROM (
+    SELECT
+        s.driver,
+        s.dra_pool,
+        s.d.device AS device,
+        s.node_name,
+        s.all_nodes,
+        s.resource_slice_uid,
+        s.resource_slice_name,
+        s.d.device_type AS device_type,
+        s.d.gpu_uuid AS gpu_uuid,
+        s.d.mig_uuid AS mig_uuid,
+        s.d.mig_profile AS mig_profile,
+        s.d.nvml_device_name AS nvml_device_name,
+        s.d.memory_bytes AS memory_bytes
+    FROM (SELECT *, unnest(devices) AS d FROM k8s_snapshot_resource_slices) AS s
+);
+
+UPDATE core.dra_devices AS c
+SET valid_to = getvariable('collected_at'),
+    closed_reason = 'changed',
+    closed_collection_id = getvariable('collection_id')
+FROM k8s_snapshot_dra_devices AS s
+WHERE c.cluster = getvariable('cluster') AND c.valid_to IS NULL
+  AND c.driver = s.driver AND c.dra_pool = s.dra_pool AND c.device = s.device
+  AND c.content_hash <> s.content_hash;
+
+UPDATE core.dra_devices AS c
+SET valid_to = getvariable('collected_at'),
+    closed_reason = 'removed',
+    closed_collection_id = getvariable('collection_id')
+WHERE c.cluster = getvariable('cluster') AND c.valid_to IS NULL
+  AND coalesce(
+      (SELECT consistent FROM k8s_list_consistency WHERE resource = 'resource_slices'), false)
+  AND NOT EXISTS (
+      SELECT 1 FROM k8s_snapshot_dra_devices AS s
+      WHERE s.driver = c.driver AND s.dra_pool = c.dra_pool AND s.device = c.device);
+
+INSERT INTO core.dra_devices BY NAME
+SELECT
+    getvariable('cluster') AS cluster,
+    s.*,
+    getvariable('collected_at') AS valid_from,
+    getvariable('collection_id') AS collection_id
+FROM k8s_snapshot_dra_devices AS s
+WHERE NOT EXISTS (
+    SELECT 1 FROM core.dra_devices AS c
+    WHERE c.cluster = getvariable('cluster') AND c.valid_to IS NULL
+      AND c.driver = s.driver AND c.dra_pool = s.dra_pool AND c.device = s.device
+);
 
 -- GPU allocation intervals. Close first (terminal pods, vanished pods), then open new ones.
 
@@ -151,3 +236,6 @@ DROP TABLE k8s_snapshot_pods;
 DROP TABLE k8s_snapshot_jobs;
 DROP TABLE k8s_snapshot_priority_classes;
 DROP TABLE k8s_snapshot_events;
+DROP TABLE k8s_snapshot_resource_claims;
+DROP TABLE k8s_snapshot_resource_slices;
+DROP TABLE k8s_snapshot_dra_devices;

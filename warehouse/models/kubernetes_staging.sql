@@ -141,5 +141,35 @@ CREATE TEMP TABLE stage_lists (
     latency_max_seconds DOUBLE,
     latency_p50_seconds DOUBLE,
     latency_p99_seconds DOUBLE,
-    latency_total_seconds DOUBLE
+    latency_total_seconds DOUBLE,
+    skipped_reason VARCHAR
+);
+
+CREATE TEMP TABLE stage_resource_slices (
+    resource_slice_uid VARCHAR,
+    resource_slice_name VARCHAR,
+    resource_version VARCHAR,
+    creation_timestamp TIMESTAMP,
+    driver VARCHAR,
+    node_name VARCHAR,
+    all_nodes BOOLEAN,
+    dra_pool VARCHAR,
+    pool_generation BIGINT,
+    devices STRUCT(
+        device VARCHAR, device_type VARCHAR, gpu_uuid VARCHAR, mig_uuid VARCHAR,
+        mig_profile VARCHAR, nvml_device_name VARCHAR, memory_bytes BIGINT)[],
+    list_attempt INTEGER
+);
+
+CREATE TEMP TABLE stage_resource_claims (
+    claim_uid VARCHAR,
+    namespace VARCHAR,
+    claim_name VARCHAR,
+    resource_version VARCHAR,
+    creation_timestamp TIMESTAMP,
+    deletion_timestamp TIMESTAMP,
+    allocated BOOLEAN,
+    results STRUCT(request VARCHAR, driver VARCHAR, dra_pool VARCHAR, device VARCHAR)[],
+    reserved_for_pod_uids VARCHAR[],
+    list_attempt INTEGER
 );
