@@ -101,3 +101,12 @@ def test_role_grants_nothing_the_collector_does_not_read():
         (g, res) for rule in role_rules() for g in rule["apiGroups"] for res in rule["resources"]
     }
     assert granted == read
+
+
+def test_dra_is_read_with_list_and_watch_on_exactly_slices_and_claims():
+    """resource.k8s.io: ResourceSlices and ResourceClaims only (no DeviceClasses, templates or
+    DeviceTaintRules: annex does not read them), read-only."""
+    (rule,) = [r for r in role_rules() if "resource.k8s.io" in r["apiGroups"]]
+    assert rule["apiGroups"] == ["resource.k8s.io"]
+    assert sorted(rule["resources"]) == ["resourceclaims", "resourceslices"]
+    assert {"list", "watch"} <= set(rule["verbs"]) <= {"get", "list", "watch"}
