@@ -123,9 +123,9 @@ def collect_cluster(
 
 
 def skip(record: ListRecord, absent: ResourceNotServed) -> None:
-    """Record an optional resource the server does not serve: no rows, an inconsistent list
-    (so that nothing collected before is taken as deleted) and the reason."""
-    record.consistent = False
+    """Record an optional resource the server does not serve: no rows, and the reason. The
+    answer is a consistent one (the server has no such objects), so the snapshot's consistency
+    and the fleet figures are those of a cluster without DRA."""
     record.finished_at = utc_now()
     record.skipped_reason = f"{absent.message}; skipped (optional resource)"
 

@@ -165,7 +165,7 @@ COMMENT ON COLUMN core.dra_claims.first_seen_at IS
 COMMENT ON COLUMN core.dra_claims.changed_at IS
     'collected_at of the collection that first saw the current kept fields (UTC).';
 COMMENT ON COLUMN core.dra_claims.present IS
-    'True while the object exists: false once a consistent list no longer held it (inconsistent or skipped lists never mark objects gone).';
+    'True while the object exists: false once a consistent list no longer held it (inconsistent lists never mark objects gone).';
 COMMENT ON COLUMN core.dra_claims.vanished_at IS
     'collected_at of the first consistent list that no longer held the object (UTC); NULL while present.';
 COMMENT ON COLUMN core.dra_claims.collection_id IS
