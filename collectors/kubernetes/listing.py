@@ -245,7 +245,8 @@ class Lister:
                     raise _Expired(_status_continue(exc)) from None
                 if status == 404 and number == 1 and token is None:
                     raise ResourceNotServed(
-                        f"the API server does not serve {record.api_path} (404 {exc.reason})",
+                        f"listing {record.resource} page {number} failed: {status} "
+                        f"{exc.reason}: the API server does not serve {record.api_path}",
                         hint="check that the API server serves " + record.api_path,
                     ) from None
                 if status not in RETRYABLE_STATUSES:

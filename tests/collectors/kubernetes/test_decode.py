@@ -270,6 +270,8 @@ def test_schemas_cover_every_yielded_table():
         "jobs",
         "priority_classes",
         "events",
+        "resource_slices",
+        "resource_claims",
         "rejected",
         "lists",
     }
