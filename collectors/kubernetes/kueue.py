@@ -334,7 +334,7 @@ class ClusterQueueDecoder(ResourceDecoder[ClusterQueue]):
 
 
 def _quotas(queue: ClusterQueue) -> list[tuple[Any, ...]]:
-    """Per (flavor, resource): nominal, borrowing limit, lending limit, used, borrowed."""
+    """Per (flavor, resource): GPU-like?, nominal, borrowing limit, lending limit, used, borrowed."""
     usage: dict[tuple[str, str], ResourceUsage] = {
         (flavor.name, r.name): r
         for flavor in queue.status.flavors_usage or ()
@@ -349,6 +349,7 @@ def _quotas(queue: ClusterQueue) -> list[tuple[Any, ...]]:
                     (
                         flavor.name,
                         r.name,
+                        is_gpu_resource(r.name),
                         _amount(r.nominal_quota),
                         _amount(r.borrowing_limit),
                         _amount(r.lending_limit),

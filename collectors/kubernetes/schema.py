@@ -187,6 +187,7 @@ QUEUE_QUOTA = pa.struct(
     [
         ("flavor", pa.string()),
         ("resource_name", pa.string()),
+        ("is_gpu", pa.bool_()),
         ("nominal_quota", pa.float64()),
         ("borrowing_limit", pa.float64()),
         ("lending_limit", pa.float64()),
@@ -210,8 +211,8 @@ KUEUE_WORKLOADS = pa.schema(
         ("priority_class_name", pa.string()),
         ("priority", pa.int32()),
         ("gpu_requests", pa.list_(GPU_REQUEST)),
-        ("gpus", pa.int64()),
-        ("admitted_gpus", pa.list_(FLAVOR_GPUS)),
+        ("requested_gpus", pa.int64()),
+        ("admitted_gpus_by_flavor", pa.list_(FLAVOR_GPUS)),
         ("state", pa.string()),
         ("quota_reserved_at", TIMESTAMP),
         ("admitted_at", TIMESTAMP),
