@@ -37,7 +37,8 @@ SELECT
     days.local_queue,
     days.cluster_queue,
     days.day,
-    count(*) AS waiting_workloads,
+    -- Waits are half-open [queued_from, wait_end): one admitted at midnight waited the day before.
+    count(*) FILTER (WHERE wait_end > days.day) AS waiting_workloads,
     count(*) FILTER (
         WHERE queued_to IS NULL OR queued_to >= least(days.day + INTERVAL 1 DAY, clock.now)
     ) AS still_waiting_workloads,
@@ -49,7 +50,8 @@ SELECT
         FILTER (WHERE CAST(queued_to AS DATE) = days.day) AS wait_p50_seconds,
     quantile_disc(epoch(queued_to - queued_from), 0.95)
         FILTER (WHERE CAST(queued_to AS DATE) = days.day) AS wait_p95_seconds,
-    max(epoch(least(wait_end, days.day + INTERVAL 1 DAY) - queued_from)) AS longest_wait_seconds
+    max(epoch(least(wait_end, days.day + INTERVAL 1 DAY) - queued_from))
+        FILTER (WHERE wait_end > days.day) AS longest_wait_seconds
 FROM days
 CROSS JOIN clock
 GROUP BY days.cluster, days.namespace, days.local_queue, days.cluster_queue, days.day;
