@@ -267,6 +267,9 @@ class WorkloadDecoder(ResourceDecoder[Workload]):
         ]
         requests = [e[0] for e in extras]
         # The queued interval ends, and the admitted one starts, at admission.
+        admission = [
+            None if state in waiting else a for state, a in zip(states, admitted, strict=True)
+        ]
         return [
             pa.array([m.uid for m in metas], pa.string()),
             pa.array([m.namespace for m in metas], pa.string()),
@@ -294,8 +297,8 @@ class WorkloadDecoder(ResourceDecoder[Workload]):
             pa.array([p[1] for p in preempted], pa.string()),
             _timestamps(finished),
             _timestamps(queued_from),
-            _timestamps([None if state in waiting else a for state, a in zip(states, admitted)]),
-            _timestamps([None if state in waiting else a for state, a in zip(states, admitted)]),
+            _timestamps(admission),
+            _timestamps(admission),
             _timestamps(finished),
         ]
 
@@ -334,7 +337,8 @@ class ClusterQueueDecoder(ResourceDecoder[ClusterQueue]):
 
 
 def _quotas(queue: ClusterQueue) -> list[tuple[Any, ...]]:
-    """Per (flavor, resource): GPU-like?, nominal, borrowing limit, lending limit, used, borrowed."""
+    """Per (flavor, resource): GPU-like or not, nominal, borrowing and lending limits, used,
+    borrowed."""
     usage: dict[tuple[str, str], ResourceUsage] = {
         (flavor.name, r.name): r
         for flavor in queue.status.flavors_usage or ()

@@ -31,7 +31,9 @@ def collect_into(world, tmp_path: Path) -> Warehouse:
         batches = collect_cluster(
             api, cluster="sim", settings=settings, topology_levels=TOPOLOGY_PRESETS["generic"]
         )
-        result = load_collection(wh, KUBERNETES_MODEL, cluster="sim", batches=batches, publish=False)
+        result = load_collection(
+            wh, KUBERNETES_MODEL, cluster="sim", batches=batches, publish=False
+        )
     assert result.status == "succeeded" and result.rejected_count == 0
     return wh
 

@@ -72,7 +72,9 @@ def workload(
         },
         "spec": {
             "queueName": queue,
-            "podSets": [{"name": "main", "count": pods, "template": {"spec": {"containers": [container]}}}],
+            "podSets": [
+                {"name": "main", "count": pods, "template": {"spec": {"containers": [container]}}}
+            ],
         },
         "status": status,
     }  # fmt: skip
@@ -93,7 +95,8 @@ def cluster_queue(name: str, nominal: int, used: int, *, borrowed: int | None, l
                 {"name": "h100", "resources": [{"name": "cpu", "nominalQuota": "384"}, gpu]}]}],
         },
         "status": {"pendingWorkloads": 1, "admittedWorkloads": 2, "flavorsUsage": [
-            {"name": "h100", "resources": [{"name": "cpu", "total": "192", "borrowed": "0"}, usage]}]},
+            {"name": "h100", "resources": [
+                {"name": "cpu", "total": "192", "borrowed": "0"}, usage]}]},
     }  # fmt: skip
 
 
