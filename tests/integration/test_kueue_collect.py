@@ -9,9 +9,13 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from pypdf import PdfReader
 
 from annex.settings import TOPOLOGY_PRESETS, KubernetesSettings, WarehouseSettings
 from collectors.kubernetes import api_client_for, collect_cluster
+from reports.definition import ReportRequest
+from reports.generate import generate_report
+from reports.period import month_period
 from simulator.kubernetes import SimulatedCluster
 from simulator.world import build_world, truth
 from warehouse import Warehouse, load_collection
@@ -112,3 +116,18 @@ def test_the_default_world_collects_the_same_and_no_kueue_objects(tmp_path):
     }  # fmt: skip
     for table in ("workloads", "cluster_queues", "local_queues", "resource_flavors"):
         assert query(wh, f"SELECT count(*) FROM core.kueue_{table}") == [(0,)]
+
+
+def test_the_fleet_report_shows_waiting_and_borrowing(tmp_path):
+    wh = collect_into(build_world(60, seed=7, features={"kueue"}), tmp_path)
+    wh.publish()
+    request = ReportRequest(period=month_period("2026-11"))
+    report = generate_report(wh, "fleet", request, tmp_path, generated_at=datetime(2026, 11, 2, 9))
+    text = " ".join(" ".join(page.extract_text().split()) for page in PdfReader(report.path).pages)
+    assert "9. Queues and waiting (Kueue)" in text
+    # team-llm: nominal 16, borrow limit 8, 24 used, 8 borrowed, 1 pending
+    assert "sim team-llm gpu-cohort h100-kueue nvidia.com/gpu 16 8 24 8 1" in text
+    # team-llm's workloads were admitted after 3 h at worst (p95 of the worst day)
+    assert {r["namespace"]: r["wait_p95_hours_max"] for r in report.evidence.records("queues")}[
+        "team-llm"
+    ] == 3.0
