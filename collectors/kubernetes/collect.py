@@ -3,10 +3,11 @@
 ``collect_cluster`` lists nodes, pods, jobs, priority classes and events, and Kueue's
 Workloads, ClusterQueues, LocalQueues and ResourceFlavors where the API server serves
 kueue.x-k8s.io (``kueue``), one cluster-scope paged list per resource, one after another
-(never per-node lists: reference "server friendliness"), and yields one ``(table, RecordBatch)`` per page as it arrives, so that memory
-stays bounded by the page size whatever the cluster size. Records it cannot use go to
-``("rejected", batch)``; a final ``("lists", batch)`` says how each list went (snapshot
-resourceVersion, consistency, pages, retries, latency). Table names and schemas: ``schema``.
+(never per-node lists: reference "server friendliness"), and yields one
+``(table, RecordBatch)`` per page as it arrives, so that memory stays bounded by the page size
+whatever the cluster size. Records it cannot use go to ``("rejected", batch)``; a final
+``("lists", batch)`` says how each list went (snapshot resourceVersion, consistency, pages,
+retries, latency). Table names and schemas: ``schema``.
 """
 
 from __future__ import annotations
