@@ -76,7 +76,7 @@ test: setup probe-deps
 	@# Dagster-on-Kubernetes packages (they pin kubernetes<37): the deploy tests, and the
 	@# collector's tests again on that older client generation.
 	$(UV) run --with-requirements deploy/requirements-k8s.txt pytest -m "deploy or not deploy" \
-	  tests/pipelines/test_deploy.py tests/unit/test_k8s_listing.py tests/integration/test_k8s_collect.py \
+	  tests/pipelines/test_deploy.py tests/collectors/kubernetes/test_listing.py tests/integration/test_k8s_collect.py \
 	  tests/integration/test_k8s_watch.py tests/integration/test_k8s_hostile.py
 
 lint: setup

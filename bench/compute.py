@@ -50,7 +50,7 @@ _FILL = """
 CREATE TEMP TABLE b_days AS SELECT d FROM range($days) AS t(d);
 CREATE TEMP TABLE b_nodes AS SELECT n, 'node-' || n AS node_name FROM range($nodes) AS t(n);
 
-INSERT INTO core.nodes (cluster, node_uid, node_name, gpu_product, gpu_capacity,
+INSERT INTO core.nodes (cluster, node_uid, node_name, gfd_product, gpu_capacity,
                         gpu_allocatable, content_hash, valid_from, collection_id)
 SELECT 'bench', 'uid-' || n, node_name, 'NVIDIA-H100-80GB-HBM3', 8, 8, 0,
        $t0 - INTERVAL 1 DAY, 'k8s'
@@ -70,7 +70,7 @@ SELECT 'bench', 'uid-' || j.job_name || '-' || n.n, 'train', j.job_name || '-' |
 FROM b_jobs AS j JOIN b_nodes AS n ON n.n // $per_job = j.block;
 
 INSERT INTO core.lineage_runs (run_id, job_name, parent_run_id, state, started_at, ended_at,
-    state_event_id, kubernetes_cluster, kubernetes_namespace, kubernetes_job_name, model_name,
+    state_event_id, cluster, namespace, kubernetes_job_name, model_name,
     stage)
 SELECT 'run-' || job_name, job_name, NULL, 'COMPLETE', started_at,
        started_at + INTERVAL 1 DAY, 'ev-' || job_name, 'bench', 'train', job_name, model_name,
@@ -100,12 +100,14 @@ SELECT 'input', 'run-' || job_name || '/dv', 'annex_trainingUsage', 'ev-u-' || j
        started_at, false, '{"tokensConsumed": 2000000000}', 'run-' || job_name, 'dv', 'bench'
 FROM b_jobs;
 
-INSERT INTO marts.gpu_hourly (cluster, gpu_uuid, hour, day, node_name, gpu_model, samples,
+INSERT INTO marts.gpu_hourly (cluster, gpu_uuid, hour, day, node_name, nvml_device_name,
+    gpu_model, samples,
     busy_signal, busy, tensor_active, power_watts, power_covered_seconds, energy_joules,
     energy_estimated_joules, workload_pod, workload_namespace, pod_label_fraction,
     pod_category, refreshed_at)
 SELECT 'bench', 'GPU-' || n.n || '-' || g.g, h.hour, CAST(h.hour AS DATE), n.node_name,
-       'NVIDIA H100 80GB HBM3', 60, 'gr_engine_active', 0.9, 0.3 + (n.n % 10) / 100,
+       'NVIDIA H100 80GB HBM3', 'H100-SXM5-80GB', 60, 'gr_engine_active', 0.9,
+       0.3 + (n.n % 10) / 100,
        600.0, 3600.0, 600.0 * 3600, 600.0 * 3600,
        'job-' || (n.n // $per_job) || '-' || datediff('day', $t0, h.hour) || '-' || n.n,
        'train', 1.0, 'workload', $t0

@@ -86,11 +86,13 @@ def _tree_rss(root: psutil.Process) -> int:
 
 HISTORY = """
 CREATE TEMP TABLE bench_nodes AS
-SELECT c.cluster, c.node_uid, c.node_name, c.pool, c.gpu_product,
+SELECT c.cluster, c.node_uid, c.node_name, c.node_pool, c.gpu_model,
        coalesce(list_filter(n.topology, lambda t: t.level = 1)[1].domain, 'unknown')
            AS failure_domain,
-       c.capacity, c.allocatable, c.allocated_workload, c.allocated_balloon, c.free,
-       c.unavailable
+       c.capacity_gpus AS capacity, c.allocatable_gpus AS allocatable,
+       c.allocated_workload_gpus AS allocated_workload,
+       c.allocated_balloon_gpus AS allocated_balloon, c.free_gpus AS free,
+       c.unavailable_gpus AS unavailable
 FROM marts.node_gpu_capacity AS c
 JOIN core.nodes AS n USING (cluster, node_uid)
 WHERE c.whole_gpus AND n.valid_to IS NULL;
@@ -101,7 +103,7 @@ FROM range(CAST($start AS TIMESTAMP), CAST($end AS TIMESTAMP), INTERVAL 1 HOUR) 
 
 -- one row per GPU: its node, its index, the namespace holding it and whether it idles
 CREATE TEMP TABLE bench_gpus AS
-SELECT n.cluster, n.node_name, n.gpu_product,
+SELECT n.cluster, n.node_name, n.gpu_model,
        'GPU-' || md5(n.node_uid || '/' || i) AS gpu_uuid,
        i < n.allocated_workload AS allocated,
        'team-' || lpad(CAST(hash(n.node_name) % 40 AS VARCHAR), 2, '0') AS namespace,
@@ -109,7 +111,7 @@ SELECT n.cluster, n.node_name, n.gpu_product,
 FROM bench_nodes AS n, range(CAST(n.capacity AS BIGINT)) r(i);
 
 INSERT INTO marts.node_gpu_hours
-SELECT n.cluster, n.node_name, h.hour, h.day, n.node_uid, n.pool, n.gpu_product,
+SELECT n.cluster, n.node_name, h.hour, h.day, n.node_uid, n.node_pool, n.gpu_model,
        n.failure_domain, 1.0, n.capacity, n.allocatable, n.allocated_workload,
        n.allocated_balloon, n.free, n.unavailable, 0, n.capacity,
        g.allocated, g.idle, g.busy, n.capacity, g.busy, n.capacity, g.busy * 0.6, n.capacity,
@@ -136,7 +138,7 @@ FROM (
 INSERT INTO marts.gpu_hourly (cluster, gpu_uuid, hour, day, node_name, gpu_model, samples,
     busy_signal, busy, sm_active, power_watts, energy_joules, workload_pod,
     workload_namespace, pod_label_fraction, pod_category, refreshed_at)
-SELECT g.cluster, g.gpu_uuid, h.hour, h.day, g.node_name, g.gpu_product, 60,
+SELECT g.cluster, g.gpu_uuid, h.hour, h.day, g.node_name, g.gpu_model, 60,
        'gr_engine_active', CASE WHEN g.idles THEN 0.01 WHEN g.allocated THEN 0.8 ELSE 0.0 END,
        CASE WHEN g.idles THEN 0.01 WHEN g.allocated THEN 0.6 ELSE 0.0 END, 500.0,
        500.0 * 3600, CASE WHEN g.allocated THEN g.node_name || '-pod' END,
@@ -206,7 +208,7 @@ def build_warehouse(workdir: Path, nodes: int, seed: int, first: dt.date, days: 
 
 
 NAIVE_SQL = """
-SELECT node_name, pool, failure_domain, sum(capacity_gpu_hours) AS capacity,
+SELECT node_name, node_pool, failure_domain, sum(capacity_gpu_hours) AS capacity,
        sum(allocated_workload_gpu_hours) AS allocated, sum(allocated_balloon_gpu_hours) AS balloon,
        sum(free_gpu_hours) AS free, sum(unavailable_gpu_hours) AS unavailable,
        sum(allocated_idle_gpu_hours) AS idle

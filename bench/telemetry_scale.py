@@ -41,7 +41,7 @@ DAY = dt.datetime(2026, 11, 20)
 CHUNK_MINUTES = 10
 
 DAILY_QUERY = """
-SELECT c.gpu_uuid, c.hostname, d.busy, d.samples, d.idle_minutes
+SELECT c.gpu_uuid, c.node_name, d.busy, d.samples, d.idle_minutes
 FROM (
     SELECT series_id, avg(value) AS busy, count(*) AS samples,
            count(*) FILTER (WHERE value < 0.05) AS idle_minutes

@@ -7,6 +7,8 @@ persist (see ``.dagster_home/dagster.yaml``). Settings are found as the CLI find
 
 from __future__ import annotations
 
+import warnings
+
 import dagster as dg
 
 from pipelines.defs import attestation, cluster_state, gpu_evidence, lineage
@@ -16,6 +18,11 @@ from pipelines.defs import reports as report_defs
 from pipelines.defs import watch as watch_defs
 from pipelines.defs.catalog import catalogued
 from pipelines.defs.resources import build_resources
+
+# Sensor owners and freshness policies are beta/preview in the pinned Dagster; annex uses them on
+# purpose (the catalog), and a CLI user should not read Dagster's warning on every run.
+for _category in (dg.BetaWarning, dg.PreviewWarning):
+    warnings.filterwarnings("ignore", category=_category, module=r"dagster(\.|$)")
 
 
 def build_defs(config_path: str | None = None) -> dg.Definitions:

@@ -34,6 +34,8 @@ from pipelines.partitions import CLUSTERS_PARTITIONS_NAME
 T = TypeVar("T")
 
 SELECTED_JOB = "annex_run_job"
+LEFT_OUT_TAG = "annex/left_out"
+"""Tag of a selected job: the selected assets it cannot run (another partitioning)."""
 """The name of the job ``annex run --select`` builds; unselected, it runs ``inventory_job``."""
 
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -153,7 +155,9 @@ def resolve_job(
     try:
         # (the warehouse's tables are external assets in the catalog: a job runs their writers)
         chosen = dg.AssetSelection.from_string(selection).materializable()
-        job = dg.define_asset_job(SELECTED_JOB, selection=chosen)
+        chosen, left_out = _per_cluster_part(chosen, defs)
+        tags = {LEFT_OUT_TAG: ", ".join(left_out)} if left_out else None
+        job = dg.define_asset_job(SELECTED_JOB, selection=chosen, tags=tags)
         return _quietly(
             lambda: dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(
                 SELECTED_JOB
@@ -170,6 +174,28 @@ def resolve_job(
             f"assets: {assets}",
             hint=SELECTION_HINT,
         ) from None
+
+
+def _per_cluster_part(
+    chosen: dg.AssetSelection, defs: dg.Definitions
+) -> tuple[dg.AssetSelection, list[str]]:
+    """The part of a selection one ``annex run`` can execute, and the assets left out: it runs
+    the assets partitioned by cluster and the unpartitioned ones. A selection such as
+    ``key:cluster_inventory+`` reaches the monthly reports too, and one Dagster job cannot mix
+    partitionings: those are left out (they run on their own schedule, or with
+    ``annex report``), and the job's ``LEFT_OUT_TAG`` names them for the user."""
+    graph = defs.resolve_asset_graph()
+    keys = chosen.resolve(graph)
+    other = sorted(
+        key.to_user_string()
+        for key in keys
+        if (parts := graph.get(key).partitions_def) is not None
+        and getattr(parts, "name", None) != CLUSTERS_PARTITIONS_NAME
+    )
+    if not other or len(other) == len(keys):
+        return chosen, []
+    kept = [key for key in keys if key.to_user_string() not in other]
+    return dg.AssetSelection.assets(*kept), other
 
 
 def run_job(

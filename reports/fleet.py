@@ -114,13 +114,13 @@ QUERIES = (
         "pools",
         "GPU-hours per node pool over the period (marts.gpu_hours_daily_by_pool).",
         f"""
-        SELECT cluster, pool, max(nodes) AS nodes_max, {_SUMS},
+        SELECT cluster, node_pool, max(nodes) AS nodes_max, {_SUMS},
                sum(allocated_workload_gpu_hours) / nullif(sum(capacity_gpu_hours), 0)
                    AS allocated_workload_share
         FROM marts.gpu_hours_daily_by_pool
         WHERE day >= $start AND day < $end
-        GROUP BY cluster, pool
-        ORDER BY capacity_gpu_hours DESC NULLS LAST, cluster, pool
+        GROUP BY cluster, node_pool
+        ORDER BY capacity_gpu_hours DESC NULLS LAST, cluster, node_pool
         """,
     ),
     EvidenceQuery(
@@ -221,7 +221,7 @@ QUERIES = (
         "Benchmark measurements of the period below their cohort, with the telemetry evidence "
         "and verdict (marts.gpu_degraded).",
         """
-        SELECT cluster, node, gpu_uuid, gpu_sku, benchmark, dtype, metric, value,
+        SELECT cluster, node_name, gpu_uuid, gpu_model, benchmark, dtype, metric, value,
                cohort_median, ratio_to_median, cohort_gpus, verdict, corroborated,
                xid_last, max_gpu_temp_c, sm_clock_ratio, telemetry_hours, measured_at,
                record_id
@@ -247,8 +247,8 @@ QUERIES = (
         "The fleet at the latest inventory collection (marts.fleet_summary): the state the "
         "blast radius is computed on.",
         """
-        SELECT cluster, nodes, ready_nodes, gpu_nodes, gpus_capacity, gpus_allocated_workload,
-               gpus_allocated_balloon, gpus_free, gpus_unavailable, queued_gpus,
+        SELECT cluster, nodes, ready_nodes, gpu_nodes, capacity_gpus, allocated_workload_gpus,
+               allocated_balloon_gpus, free_gpus, unavailable_gpus, queued_gpus,
                last_collected_at, snapshot_consistent
         FROM marts.fleet_summary
         ORDER BY cluster
@@ -259,15 +259,16 @@ QUERIES = (
         "Whole GPUs lost if a failure domain fails, at every level above the node, at the "
         "latest inventory (marts.fleet_gpu_by_domain).",
         """
-        SELECT cluster, level, level_label, domain, resource_name, nodes, capacity,
-               allocated_workload, allocated_balloon, free, unavailable, blast_radius_gpus,
+        SELECT cluster, level, level_label, failure_domain, resource_name, nodes, capacity_gpus,
+               allocated_workload_gpus, allocated_balloon_gpus, free_gpus, unavailable_gpus,
+               blast_radius_gpus,
                blast_radius_workload_gpus, blast_radius_share,
                count(*) OVER (PARTITION BY cluster, level, resource_name) AS domains_at_level
         FROM marts.fleet_gpu_by_domain f
         WHERE whole_gpus
           AND level < (SELECT max(level) FROM marts.fleet_gpu_by_domain m
                        WHERE m.cluster = f.cluster)
-        ORDER BY blast_radius_share DESC, cluster, level, domain, resource_name
+        ORDER BY blast_radius_share DESC, cluster, level, failure_domain, resource_name
         """,
     ),
     EvidenceQuery(
@@ -633,7 +634,7 @@ def _degraded_by_gpu(degraded: Rows) -> Rows:
             {
                 "cluster": cluster,
                 "gpu_uuid": gpu,
-                "node": rows[0]["node"],
+                "node_name": rows[0]["node_name"],
                 "measurements": len(rows),
                 "benchmarks": ", ".join(
                     f"{r['benchmark']} {r['dtype']} {_percent(r['ratio_to_median'])}"
@@ -783,7 +784,7 @@ def _findings(
         add(
             "Degraded GPU",
             "high" if g["xid_last"] is not None else "medium",
-            f"{g['gpu_uuid']} on {g['node']} is degraded: {g['verdict']}",
+            f"{g['gpu_uuid']} on {g['node_name']} is degraded: {g['verdict']}",
             "; ".join(evidence) + " (degraded.csv)",
             DEGRADED_REMEDIATION,
         )
@@ -794,7 +795,7 @@ def _findings(
             "medium",
             f"{len(uncorroborated)} GPUs are slow without telemetry corroboration",
             "below their cohort's threshold: "
-            + ", ".join(f"{g['gpu_uuid']} on {g['node']}" for g in uncorroborated[:5])
+            + ", ".join(f"{g['gpu_uuid']} on {g['node_name']}" for g in uncorroborated[:5])
             + (f" and {len(uncorroborated) - 5} more" if len(uncorroborated) > 5 else "")
             + " (degraded.csv)",
             "Rerun the benchmark on them; check NVLink/PCIe and HBM.",
@@ -841,7 +842,7 @@ def _findings(
             add(
                 "Failure domain",
                 "low",
-                f"Failure domain {b['domain']} holds {b['blast_radius_share']:.0%} of "
+                f"Failure domain {b['failure_domain']} holds {b['blast_radius_share']:.0%} of "
                 f"{b['cluster']}'s GPUs",
                 f"{b['blast_radius_gpus']} GPUs, {b['blast_radius_workload_gpus']} in use "
                 f"({b['level_label']}; blast_radius.csv)",

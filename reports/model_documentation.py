@@ -232,8 +232,8 @@ QUERIES = (
         "(marts.training_run_compute).",
         """
         SELECT run_id, lifecycle_stage, counted, exclusion, state, running, started_at,
-               ended_at, declared_gpus, declared_gpu_product, kubernetes_cluster,
-               kubernetes_namespace, kubernetes_job_name,
+               ended_at, declared_gpus, declared_gpu_model, cluster, namespace,
+               kubernetes_job_name,
                gpu_hours, wall_clock_seconds, utilisation_source, compute_flop,
                compute_flop_low, compute_flop_high, compute_method, energy_mwh,
                energy_measured_share, array_to_string(gaps, '; ') AS gaps
@@ -248,10 +248,10 @@ QUERIES = (
         "MDF 7: the GPU models the counted training runs held, with GPU-hours observed and "
         "declared by producers, and hardware-days (marts.model_gpu_hours).",
         """
-        SELECT gpu_product, gpu_sku, gpu_hours, declared_gpu_hours, hardware_days, runs
+        SELECT gpu_model, gfd_product, gpu_hours, declared_gpu_hours, hardware_days, runs
         FROM marts.model_gpu_hours
         WHERE model_name = $model
-        ORDER BY hardware_days DESC, gpu_product
+        ORDER BY hardware_days DESC, gfd_product
         """,
         editions=(AI_OFFICE,),
     ),
@@ -262,7 +262,7 @@ QUERIES = (
         "marts.node_gpu_capacity), with the attestation coverage of those GPU-hours.",
         """
         WITH jobs AS (
-            SELECT DISTINCT kubernetes_cluster, kubernetes_namespace, kubernetes_job_name
+            SELECT DISTINCT cluster, namespace, kubernetes_job_name
             FROM marts.training_run_compute
             WHERE model_name = $model AND counted AND kubernetes_job_name IS NOT NULL
         ),
@@ -275,18 +275,18 @@ QUERIES = (
                    sum(a.unknown_gpu_hours) AS unknown_gpu_hours
             FROM marts.attestation_gpu_hours AS a
             JOIN jobs AS j
-              ON a.cluster = j.kubernetes_cluster AND a.namespace = j.kubernetes_namespace
+              ON a.cluster = j.cluster AND a.namespace = j.namespace
              AND a.job_name = j.kubernetes_job_name
             GROUP BY a.cluster, a.node_name
         ),
         nodes AS (
-            SELECT cluster, node_name, any_value(pool) AS pool,
-                   any_value(gpu_product) AS gpu_product,
-                   sum(capacity) FILTER (WHERE resource_name = 'nvidia.com/gpu') AS gpus
+            SELECT cluster, node_name, any_value(node_pool) AS node_pool,
+                   any_value(gpu_model) AS gpu_model,
+                   sum(capacity_gpus) FILTER (WHERE resource_name = 'nvidia.com/gpu') AS gpus
             FROM marts.node_gpu_capacity
             GROUP BY cluster, node_name
         )
-        SELECT h.cluster, n.pool, n.gpu_product,
+        SELECT h.cluster, n.node_pool, n.gpu_model,
                count(*) AS nodes,
                count(*) FILTER (WHERE n.node_name IS NULL) AS nodes_not_in_inventory,
                CAST(sum(n.gpus) AS BIGINT) AS gpus,
@@ -297,8 +297,8 @@ QUERIES = (
                sum(h.unknown_gpu_hours) AS unknown_gpu_hours
         FROM held AS h
         LEFT JOIN nodes AS n ON n.cluster = h.cluster AND n.node_name = h.node_name
-        GROUP BY h.cluster, n.pool, n.gpu_product
-        ORDER BY allocated_gpu_hours DESC, h.cluster, n.pool NULLS LAST, n.gpu_product
+        GROUP BY h.cluster, n.node_pool, n.gpu_model
+        ORDER BY allocated_gpu_hours DESC, h.cluster, n.node_pool NULLS LAST, n.gpu_model
         """,
         editions=AUTHORITIES,
     ),
@@ -863,7 +863,7 @@ def _compute(
             )
     if edition == AI_OFFICE:
         gpus = "; ".join(
-            f"{h['gpu_product']}: {h['gpu_hours']:,.1f} GPU-hours"
+            f"{h['gpu_model'] or h['gfd_product']}: {h['gpu_hours']:,.1f} GPU-hours"
             + (
                 f" (+ {h['declared_gpu_hours']:,.1f} declared by producers)"
                 if h.get("declared_gpu_hours")
@@ -873,10 +873,10 @@ def _compute(
             for h in hardware
         )
     else:  # GPU models only: their GPU-hours would give the precise hardware-days
-        gpus = ", ".join(sorted({p["gpu_product"] for p in pools if p["gpu_product"]}))
+        gpus = ", ".join(sorted({p["gpu_model"] for p in pools if p["gpu_model"]}))
     pooled = "; ".join(
-        f"pool {p['pool'] or 'unknown (node not in the inventory or unlabelled)'}"
-        f" ({p['gpu_product'] or 'GPU model unknown'}): {_count(p['nodes'], 'node')}"
+        f"pool {p['node_pool'] or 'unknown (node not in the inventory or unlabelled)'}"
+        f" ({p['gpu_model'] or 'GPU model unknown'}): {_count(p['nodes'], 'node')}"
         + (f", {p['gpus']:,} GPUs" if p["gpus"] else "")
         for p in pools
     )

@@ -124,8 +124,8 @@ QUERIES = (
         f"""
         SELECT run_id, stage, lifecycle_stage, purpose, counted, exclusion, exclusion_basis,
                state, running, attributed_by, lineage_model_name, started_at, ended_at,
-               kubernetes_cluster, kubernetes_namespace, kubernetes_job_name,
-               namespace_in_registry, gpus, open_gpus, declared_gpus, declared_gpu_product,
+               cluster, namespace, kubernetes_job_name,
+               namespace_in_registry, gpus, open_gpus, declared_gpus, declared_gpu_model,
                gpu_hours, first_allocation_at, last_allocation_at, wall_clock_seconds,
                wall_clock_source, hardware_days, utilisation, utilisation_source,
                telemetry_coverage, {_band_columns("hardware_flop")}, parameters,
@@ -157,7 +157,7 @@ QUERIES = (
         "and declared by producers, telemetry GPU-hours and utilisation sources "
         "(marts.training_run_gpus, summed).",
         """
-        SELECT gpu_product, any_value(gpu_sku) AS gpu_sku,
+        SELECT gfd_product, any_value(gpu_model) AS gpu_model,
                any_value(peak_tflops_dense) AS peak_tflops_dense,
                any_value(tdp_watts) AS tdp_watts,
                coalesce(sum(gpu_hours) FILTER (WHERE NOT declared), 0) AS gpu_hours,
@@ -170,8 +170,8 @@ QUERIES = (
                count(DISTINCT run_id) AS runs
         FROM marts.training_run_gpus
         WHERE model_name = $model AND counted
-        GROUP BY gpu_product
-        ORDER BY hardware_days DESC, gpu_product
+        GROUP BY gfd_product
+        ORDER BY hardware_days DESC, gfd_product
         """,
     ),
     EvidenceQuery(
@@ -179,13 +179,13 @@ QUERIES = (
         "Per run and GPU model: peak, utilisation and its source, hardware-based compute, "
         "telemetry and energy GPU-hours (marts.training_run_gpus).",
         f"""
-        SELECT run_id, gpu_product, gpu_sku, gpu_hours, open_gpus, peak_tflops_dense,
+        SELECT run_id, gfd_product, gpu_model, gpu_hours, open_gpus, peak_tflops_dense,
                tdp_watts, telemetry_gpu_hours, tensor_active, busy, benchmark_frac_peak,
                utilisation, utilisation_source, {_band_columns("hardware_flop")},
                measured_gpu_joules, energy_gpu_hours
         FROM marts.training_run_gpus
         WHERE model_name = $model
-        ORDER BY run_id, gpu_product
+        ORDER BY run_id, gfd_product
         """,
     ),
     EvidenceQuery(

@@ -62,7 +62,7 @@ RANKED_DOMAINS = (
     CHOSEN
     + """,
     crawled AS (
-        SELECT dataset_version_id, size_tokens, domain_stats
+        SELECT dataset_version_id, size_tokens, web_domain_stats
         FROM marts.lineage_model_sources
         WHERE model_version_id IN (SELECT model_version_id FROM chosen)
           AND source_category = 'CRAWLED'
@@ -70,7 +70,7 @@ RANKED_DOMAINS = (
     listed AS (
         SELECT c.dataset_version_id, t.e.domain AS host, t.e.tokens AS tokens
         FROM crawled AS c,
-             unnest(CAST(c.domain_stats -> '$.topN' AS STRUCT(domain VARCHAR, tokens DOUBLE)[]))
+             unnest(CAST(c.web_domain_stats -> '$.topN' AS STRUCT(domain VARCHAR, tokens DOUBLE)[]))
                  AS t(e)
     ),
     hosts AS (
@@ -248,7 +248,7 @@ QUERIES = (
         "Template 1.3 (ongoing training): the model's training runs and their state "
         "(marts.lineage_run_jobs).",
         """
-        SELECT run_id, stage, state, started_at, ended_at, kubernetes_namespace,
+        SELECT run_id, stage, state, started_at, ended_at, namespace,
                kubernetes_job_name
         FROM marts.lineage_run_jobs
         WHERE model_name = $model

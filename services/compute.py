@@ -87,7 +87,7 @@ def model_report(con: Any, model: str) -> dict[str, Any]:
         ),
         "gpu_hours_by_model": _rows(
             con,
-            "SELECT * FROM marts.model_gpu_hours WHERE model_name = ? ORDER BY gpu_product",
+            "SELECT * FROM marts.model_gpu_hours WHERE model_name = ? ORDER BY gfd_product",
             [model],
         ),
         "runs": _rows(

@@ -284,7 +284,9 @@ def plan_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, kind: st
         day_from = FACT_TIME[(schema, table)]
     elif "valid_from" in types:
         day_from = "valid_from"
-    elif "first_seen_at" in types:
+    elif "first_seen_at" in types and "changed_at" in types:
+        # an object tracked with its change times; a first/last-seen dimension without them
+        # (marts.gpus, core.gpu_attested_devices) changes in place: a snapshot
         day_from = "first_seen_at"
     else:
         day_from = None

@@ -77,7 +77,8 @@ def render_text(report: dict[str, Any]) -> str:
         f"GPU-hours: {m['gpu_hours']:,.1f}; hardware-days: {m['hardware_days']:,.2f}",
     ]  # fmt: skip
     for g in report["gpu_hours_by_model"]:
-        lines.append(f"  {g['gpu_product']}: {g['gpu_hours']:,.1f} GPU-hours ({g['runs']} runs)")
+        model = g["gpu_model"] or g["gfd_product"]
+        lines.append(f"  {model}: {g['gpu_hours']:,.1f} GPU-hours ({g['runs']} runs)")
     if m["wall_clock_days"] is not None:
         lines.append(
             f"training time: {m['wall_clock_days']:,.2f} days wall-clock (band {m['time_band']};"

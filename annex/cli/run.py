@@ -43,7 +43,13 @@ def register(commands: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    from pipelines.execution import dagster_instance, ensure_partitions, resolve_job, run_job
+    from pipelines.execution import (
+        LEFT_OUT_TAG,
+        dagster_instance,
+        ensure_partitions,
+        resolve_job,
+        run_job,
+    )
 
     if not settings.clusters:
         raise ConfigError(
@@ -62,6 +68,12 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         )
     config = Path(args.config or settings.source).absolute()
     job = resolve_job(config, args.select)
+    if left_out := job.tags.get(LEFT_OUT_TAG):
+        print(
+            f"note: left out of this per-cluster run (another partitioning; they run on their own "
+            f"schedule, or with `annex report`): {left_out}",
+            file=sys.stderr,
+        )
     failures = 0
     with dagster_instance() as instance:
         ensure_partitions(instance, names)

@@ -21,32 +21,33 @@ TOP = 10
 """Rows shown per breakdown; the full breakdowns are in the marts."""
 
 BY_MODEL = """
-select coalesce(gpu_product, '(no GPU product label)') as "GPU model",
+select coalesce(gpu_model, 'unknown ' || nullif(gfd_product, 'unknown'), '(no GPU product label)')
+           as gpu_model,
        case when whole_gpus then 'GPU' else replace(resource_name, 'nvidia.com/', '') || ' slice'
        end as unit,
-       nodes, capacity, allocated_workload as workload, allocated_balloon as balloon,
-       free, unavailable
+       nodes, capacity_gpus, allocated_workload_gpus, allocated_balloon_gpus, free_gpus,
+       unavailable_gpus
 from marts.fleet_gpu_by_model where cluster = ?
-order by whole_gpus desc, capacity desc limit {top}
+order by whole_gpus desc, capacity_gpus desc limit {top}
 """
 
 BY_NAMESPACE = """
-select namespace, gpu_pods_counted as "GPU pods", gpus_workload as "GPUs workload",
-       gpus_balloon as "GPUs balloon", mig_slices_allocated as "MIG slices",
-       queued_gpus as "GPUs queued"
+select namespace, gpu_pods_counted, allocated_workload_gpus, allocated_balloon_gpus,
+       mig_slices_allocated, queued_gpus
 from marts.fleet_gpu_by_namespace
-where cluster = ? and gpus_workload + gpus_balloon + mig_slices_allocated + queued_gpus > 0
-order by gpus_workload + gpus_balloon desc, namespace limit {top}
+where cluster = ?
+  and allocated_workload_gpus + allocated_balloon_gpus + mig_slices_allocated + queued_gpus > 0
+order by allocated_workload_gpus + allocated_balloon_gpus desc, namespace limit {top}
 """
 
 BY_DOMAIN = """
-select domain as "failure domain", level_label as label, nodes, capacity,
-       allocated_workload as workload, allocated_balloon as balloon, free, unavailable,
+select failure_domain, level_label, nodes, capacity_gpus, allocated_workload_gpus,
+       allocated_balloon_gpus, free_gpus, unavailable_gpus,
        round(100 * blast_radius_share, 1) as "% of fleet"
 from marts.fleet_gpu_by_domain
 where cluster = ? and whole_gpus
   and level = (select min(level) from marts.fleet_gpu_by_domain where cluster = ?)
-order by capacity desc, domain limit {top}
+order by capacity_gpus desc, failure_domain limit {top}
 """
 
 API_LATENCY = """
@@ -90,7 +91,7 @@ def _print_cluster(con: duckdb.DuckDBPyConnection, screen: Screen, summary: dict
 
 
 def _headline(s: dict[str, Any]) -> Table:
-    capacity = s["gpus_capacity"] or 0
+    capacity = s["capacity_gpus"] or 0
 
     def share(value: int | None) -> str:
         if not capacity or value is None:
@@ -105,10 +106,10 @@ def _headline(s: dict[str, Any]) -> Table:
             f"{_text(s['cordoned_nodes'])} cordoned, {_text(s['gpu_nodes'])} with GPUs",
         ),
         ("GPUs (whole)", _text(capacity)),
-        ("  allocated to workloads", share(s["gpus_allocated_workload"])),
-        ("  reserved by balloon pods", share(s["gpus_allocated_balloon"])),
-        ("  free", share(s["gpus_free"])),
-        ("  unavailable", share(s["gpus_unavailable"])),
+        ("  allocated to workloads", share(s["allocated_workload_gpus"])),
+        ("  reserved by balloon pods", share(s["allocated_balloon_gpus"])),
+        ("  free", share(s["free_gpus"])),
+        ("  unavailable", share(s["unavailable_gpus"])),
         (
             "MIG slices",
             f"{_text(s['mig_slices_allocated'])} of {_text(s['mig_slices_capacity'])} allocated",

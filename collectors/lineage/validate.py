@@ -23,7 +23,7 @@ change cannot silently weaken the validator. ``format`` is asserted for ``uuid``
 ``rfc3339-validator`` and ``rfc3986-validator`` installed (jsonschema's "format-nongpl" set):
 the same regular expressions and the same ``uuid.UUID`` call, quirks included (for example a
 trailing newline passes ``date-time`` and ``uri``, because those libraries anchor with ``$``).
-The conformance test (tests/unit/test_lineage_validate.py) holds the verdicts equal to
+The conformance test (tests/collectors/lineage/test_validate.py) holds the verdicts equal to
 jsonschema's over a corpus of valid and mutated events.
 
 The fast path, ``screen_event(obj)``: the same documents and rules compiled by jsonschema_rs

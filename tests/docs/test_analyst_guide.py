@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.e2e.test_cli import _clean_env
+from tests.helpers.demo import clean_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -23,12 +23,14 @@ TAGGED = re.compile(r"<!-- query: (\w+) -->\n```sql\n(.*?)```", re.S)
 
 COLUMNS = {
     "gpus_by_team": [
-        "cluster", "namespace", "gpu_pods_counted", "gpus_workload", "gpus_balloon",
+        "cluster", "namespace", "gpu_pods_counted", "allocated_workload_gpus",
+        "allocated_balloon_gpus",
         "mig_slices_allocated", "queued_gpu_pods", "queued_gpus",
     ],
     "gpus_by_pool": [
-        "cluster", "pool", "nodes", "schedulable_nodes", "capacity", "allocated_workload",
-        "allocated_balloon", "free", "unavailable", "free_share",
+        "cluster", "node_pool", "nodes", "schedulable_nodes", "capacity_gpus",
+        "allocated_workload_gpus", "allocated_balloon_gpus", "free_gpus", "unavailable_gpus",
+        "free_share",
     ],
     "idle_allocated_by_team": [
         "cluster", "namespace", "first_day", "last_day", "allocated_gpu_hours",
@@ -36,11 +38,11 @@ COLUMNS = {
         "telemetry_only_idle_gpu_hours",
     ],
     "largest_failure_domain": [
-        "cluster", "level", "level_label", "domain", "nodes", "blast_radius_gpus",
+        "cluster", "level", "level_label", "failure_domain", "nodes", "blast_radius_gpus",
         "blast_radius_workload_gpus", "blast_radius_share",
     ],
     "degraded_gpus": [
-        "cluster", "node", "gpu_uuid", "gpu_sku", "slow_measurements",
+        "cluster", "node_name", "gpu_uuid", "gpu_model", "slow_measurements",
         "worst_ratio_to_median", "worst_benchmark", "verdict", "max_gpu_temp_c",
         "lowest_sm_clock_ratio", "xid_last", "row_remap_failure", "last_measured_at",
     ],
@@ -111,7 +113,7 @@ def test_a_query_runs_as_printed_through_annex_sql(demo_folder: Path) -> None:
             "-c", guide_queries()["model_verified_share"],
         ],
         cwd=demo_folder,
-        env={**_clean_env(), "ANNEX_WAREHOUSE": str(demo_folder / "annex.duckdb")},
+        env={**clean_env(), "ANNEX_WAREHOUSE": str(demo_folder / "annex.duckdb")},
         capture_output=True,
         text=True,
         timeout=120,
@@ -167,7 +169,7 @@ def test_the_largest_domains_and_degraded_gpus_agree_with_the_fleet(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
     columns, rows = _run(con, guide_queries()["largest_failure_domain"])
-    capacity = con.execute("SELECT sum(gpus_capacity) FROM marts.fleet_summary").fetchone()
+    capacity = con.execute("SELECT sum(capacity_gpus) FROM marts.fleet_summary").fetchone()
     assert capacity and capacity[0] > 0
     top = dict(zip(columns, rows[0], strict=True))
     assert top["level"] == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import signal
@@ -13,19 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.demo import clean_env
+
 pytestmark = pytest.mark.e2e
-
-
-def _clean_env() -> dict[str, str]:
-    """The environment without annex settings or a Dagster home: runs use throwaway instances
-    (``make test`` exports ``DAGSTER_HOME``, whose run history tests must not fill)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("ANNEX_", "DAGSTER_HOME"))}
 
 
 def annex(
     *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    base = _clean_env()
+    base = clean_env()
     base["ANNEX_WAREHOUSE"] = str(cwd / "annex.duckdb")
     return subprocess.run(
         [sys.executable, "-m", "annex", *args],
@@ -187,7 +182,7 @@ def test_no_document_of_the_demo_shows_a_machine_path(tmp_path: Path) -> None:
 
 def test_simulate_serves_a_cluster_that_kubectl_and_annex_collect_read(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "sim" / "kubeconfig"
-    env = _clean_env()
+    env = clean_env()
     env["ANNEX_WAREHOUSE"] = str(tmp_path / "annex.duckdb")
     simulate = subprocess.Popen(
         [
@@ -231,7 +226,7 @@ def test_simulate_serves_a_cluster_that_kubectl_and_annex_collect_read(tmp_path:
 def test_interactive_sql_reads_statements_from_standard_input(tmp_path: Path) -> None:
     demo = annex("demo", "--nodes", "3", "--out", str(tmp_path / "demo"), cwd=tmp_path)
     assert demo.returncode == 0, demo.stderr
-    base = _clean_env()
+    base = clean_env()
     shell = subprocess.run(
         [sys.executable, "-m", "annex", "sql"],
         input=".tables\nselect count(*) * 7 as seven_per_node\n  from core.nodes;\n.quit\n",

@@ -13,8 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.e2e.demo import run_demo
-from tests.unit.fleet_invariants import groupings_checked, violations
+from tests.helpers.demo import run_demo
+from tests.helpers.fleet_invariants import groupings_checked, violations
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -38,9 +38,9 @@ import duckdb
 
 from annex.cli import report_failure
 from annex.settings import WarehouseSettings
+from tests.helpers.warehouse_things import THINGS_MODEL, things_batches
 from warehouse import Warehouse, connection, load_collection
 from warehouse.publish import stale_marker_path
-from warehouse.testing import THINGS_MODEL, things_batches
 
 
 class Disk:

@@ -176,9 +176,9 @@ def test_full_collection_matches_the_world(sim, tmp_path, warehouse):
     expected = expected_fleet(world)
     (row,) = query(
         warehouse,
-        "SELECT nodes, gpus_capacity, gpus_allocatable, gpus_allocated_workload, "
-        "gpus_allocated_balloon, gpus_free, queued_gpus, snapshot_consistent, "
-        "gpus_free + gpus_allocated_workload + gpus_allocated_balloon + gpus_unavailable "
+        "SELECT nodes, capacity_gpus, allocatable_gpus, allocated_workload_gpus, "
+        "allocated_balloon_gpus, free_gpus, queued_gpus, snapshot_consistent, "
+        "free_gpus + allocated_workload_gpus + allocated_balloon_gpus + unavailable_gpus "
         "FROM marts.fleet_summary",
     )
     assert row == (

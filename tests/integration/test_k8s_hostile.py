@@ -1,7 +1,7 @@
 """The Kubernetes collector against a hostile API server on a loopback port.
 
 The server (``HostileApiServer``, below) answers the five lists annex reads like an API server
-(the paging of ``collectors.kubernetes.testing.FakeCluster``), except on the one path a test
+(the paging of ``tests.helpers.kubernetes_api.FakeCluster``), except on the one path a test
 makes hostile: a continue token that loops, a body trickled a byte every 2 s, a gzip bomb, an
 HTML login page with status 200, objects whose text is not valid Unicode. Every test is
 bounded by the collector's own deadlines (seconds), and asserts the error the operator sees.
@@ -32,7 +32,7 @@ from annex.settings import (
     WarehouseSettings,
 )
 from collectors.kubernetes import api_client_for, collect_cluster
-from collectors.kubernetes import testing as t
+from tests.helpers import kubernetes_api as t
 from warehouse import Warehouse
 from warehouse.lock import writer_lock
 

@@ -29,7 +29,7 @@ from simulator.lineage.producer import (
     to_json,
 )
 from simulator.world import build_world
-from tests.unit.lineage_spool_helpers import spool_rows
+from tests.helpers.lineage_spool import spool_rows
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The real producers' events (tests/unit/lineage_fixtures/real_producers) through annex's own
+"""The real producers' events (tests/fixtures/lineage/real_producers) through annex's own
 collection (``collect_lineage_evidence`` reading JSON-lines files, as ``annex collect lineage
 --file`` does): collected twice, the graph is the same; a model's closure crosses the jobs; a
 broken standard facet is a finding on the stored event, queryable in
@@ -14,8 +14,9 @@ import duckdb
 
 from annex.settings import LineageSettings, Settings, WarehouseSettings
 from services.lineage import collect_lineage_evidence
+from tests.helpers.paths import FIXTURES as SHARED_FIXTURES
 
-FIXTURES = Path(__file__).parents[1] / "unit" / "lineage_fixtures" / "real_producers"
+FIXTURES = SHARED_FIXTURES / "lineage" / "real_producers"
 NOW = datetime(2026, 11, 28, tzinfo=UTC)
 GRAPH = {
     "edges": "SELECT run_id, dataset_version_id, direction, named_version_id, resolution "

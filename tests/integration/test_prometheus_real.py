@@ -1,6 +1,6 @@
 """annex's telemetry collection against a REAL Prometheus (Debian's ``prometheus`` package).
 
-The test serves the dcgm-exporter fixtures (``tests/unit/telemetry_fixtures``) from a loopback
+The test serves the dcgm-exporter fixtures (``tests/fixtures/telemetry``) from a loopback
 HTTP server, writes a ``prometheus.yml`` that scrapes each as its own job every second, with the
 target labels Kubernetes service discovery gives an exporter pod (``namespace``, ``pod``,
 ``container``, ``service``, ``endpoint``) and ``honor_labels`` false or true, starts
@@ -36,6 +36,7 @@ from annex.settings import ClusterSettings, Settings, TelemetrySettings, Warehou
 from collectors.telemetry import collect_prometheus
 from collectors.telemetry.query_range import PrometheusError
 from services.gpu_evidence import collect_gpu_telemetry
+from tests.helpers.paths import FIXTURES as SHARED_FIXTURES
 from warehouse import Warehouse
 
 PROMETHEUS = Path("/usr/bin/prometheus")
@@ -48,7 +49,7 @@ pytestmark = [
     ),
 ]
 
-FIXTURES = Path(__file__).parents[1] / "unit" / "telemetry_fixtures"
+FIXTURES = SHARED_FIXTURES / "telemetry"
 USER = "annex"
 PASSWORD = "annex-loopback-test"
 PASSWORD_HASH = "$2b$04$HdeIRm6/uDyrrffZg226r.969I.dY5.3UPXKAjpSYuIOzSewpfgYS"

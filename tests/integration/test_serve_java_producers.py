@@ -27,7 +27,7 @@ from tests.fixtures.openlineage_transport.apache_httpclient import (
     jackson_json,
     request,
 )
-from tests.unit.lineage_spool_helpers import spool_rows
+from tests.helpers.lineage_spool import spool_rows
 
 pytestmark = pytest.mark.integration
 

@@ -21,8 +21,8 @@ import duckdb
 import pytest
 
 from annex.settings import WarehouseSettings
+from tests.helpers.warehouse_things import THINGS_MODEL, make_migrations_dir, things_batches
 from warehouse import Warehouse, load_collection
-from warehouse.testing import THINGS_MODEL, make_migrations_dir, things_batches
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ _COLLECTOR = textwrap.dedent(
     from pathlib import Path
     from annex.settings import WarehouseSettings
     from warehouse import SourceModel, Warehouse, load_collection
-    from warehouse.testing import THINGS_MODEL, things_batches
+    from tests.helpers.warehouse_things import THINGS_MODEL, things_batches
 
     path, migrations, marker, mode = sys.argv[1:5]
     wh = Warehouse(WarehouseSettings(path=Path(path)), migrations_dir=Path(migrations))

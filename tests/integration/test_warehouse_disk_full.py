@@ -11,8 +11,8 @@ mapped root where user namespaces are allowed, else as root), so nothing outside
 it and it vanishes with the scenario. Where neither is permitted (an unprivileged container), the
 same scenarios run with ``RLIMIT_FSIZE`` as the full disk (``EFBIG``); the test says so with a
 warning instead of skipping. ``mode="rlimit"`` runs that stand-in everywhere, so CI's path is
-tested here too. Fault injection at the OS-call boundary is in the unit tests
-(``tests/unit/test_warehouse_publish.py``, ``test_warehouse_load.py``).
+tested here too. Fault injection at the OS-call boundary is in the warehouse's own tests
+(``tests/warehouse/test_publish.py``, ``test_load.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from warehouse.testing import make_migrations_dir
+from tests.helpers.warehouse_things import make_migrations_dir
 
 pytestmark = pytest.mark.slow
 

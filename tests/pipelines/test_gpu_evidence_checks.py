@@ -23,7 +23,7 @@ def _node(con, name: str, capacity: int, labels: dict[str, str]) -> None:
 def _series(con, series_id: int, host: str, index: int) -> None:
     con.execute(
         "INSERT INTO core.gpu_telemetry_series (cluster, series_id, series_key, gpu_uuid, "
-        "metric, hostname, gpu_index, first_collection_id, last_collection_id) "
+        "metric, node_name, gpu_index, first_collection_id, last_collection_id) "
         "VALUES (?, ?, ?, ?, 'gr_engine_active', ?, ?, 't1', 't1')",
         [CLUSTER, series_id, series_id, f"GPU-{host}-{index}", host, index],
     )

@@ -108,7 +108,7 @@ def test_sensor_starts_a_load_whose_models_and_checks_hold(
         [(present_unlinked,)] = con.execute(
             "SELECT count(*) FROM marts.lineage_run_jobs AS r "
             "WHERE NOT r.job_known AND EXISTS (SELECT 1 FROM core.jobs AS j "
-            "WHERE j.namespace = r.kubernetes_namespace AND j.job_name = r.kubernetes_job_name)"
+            "WHERE j.namespace = r.namespace AND j.job_name = r.kubernetes_job_name)"
         ).fetchall()
         [(linked,)] = con.execute(
             "SELECT count(*) FROM marts.lineage_run_jobs WHERE job_known"

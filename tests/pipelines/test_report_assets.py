@@ -16,7 +16,7 @@ from pipelines.defs.reports import defs as report_defs
 from pipelines.defs.reports.assets import REPORT_ASSETS
 from pipelines.defs.reports.schedules import monthly_reports, reports_job
 from pipelines.defs.resources import build_resources
-from tests.unit.report_scenario import build_scenario
+from tests.helpers.report_scenario import build_scenario
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import pytest
 
 from pipelines.defs.reports.assets import REPORT_ASSETS
 from pipelines.defs.resources import build_resources
-from tests.unit.model_documentation_scenario import build_documentation_scenario
+from tests.helpers.model_documentation_scenario import build_documentation_scenario
 
 pytestmark = pytest.mark.slow
 

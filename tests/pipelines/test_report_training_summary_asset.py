@@ -13,8 +13,8 @@ from pypdf import PdfReader
 from annex.settings import WarehouseSettings
 from pipelines.defs.reports.assets import REPORT_ASSETS
 from pipelines.defs.resources import build_resources
-from tests.unit.lineage_warehouse_helpers import load
-from tests.unit.training_summary_scenario import MODEL_FILE, student_events
+from tests.helpers.lineage_warehouse import load
+from tests.helpers.training_summary_scenario import MODEL_FILE, student_events
 from warehouse import Warehouse
 
 pytestmark = pytest.mark.slow

@@ -111,6 +111,20 @@ def test_run_with_a_bad_selection_is_a_config_error(setup: Setup) -> None:
     assert "Traceback" not in stderr
 
 
+def test_a_selection_reaching_the_monthly_reports_runs_its_per_cluster_part(
+    setup: Setup,
+) -> None:
+    """``key:cluster_inventory+`` (the README's example) reaches the monthly fleet report too:
+    one job cannot mix partitionings, so the run takes the per-cluster and unpartitioned assets
+    and says which it left out, instead of failing to resolve."""
+    proc = _annex_run(setup, _env(None), "--select", "key:cluster_inventory+")
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stdout + stderr
+    assert "left out of this per-cluster run" in stderr and "fleet_report" in stderr
+    assert "succeeded" in stdout
+    assert "Warning" not in stderr  # no Dagster beta/preview warnings for the CLI's user
+
+
 def test_write_settings_round_trips(tmp_path: Path) -> None:
     (tmp_path / "in.toml").write_text(
         "[kubernetes]\npage_size = 42\n[kubernetes.balloons]\npriority_below = -5\n"

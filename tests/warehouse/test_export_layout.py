@@ -19,8 +19,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from export_scenario import CLUSTER, DAY_ONE, collect_day, new_warehouse
 
+from tests.helpers.export_scenario import CLUSTER, DAY_ONE, collect_day, new_warehouse
 from warehouse import Warehouse
 from warehouse.export import AS_OF_VARIABLE, MANIFEST, duckdb_source, export_warehouse
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from export_scenario import DAY_ONE, collect_day, new_warehouse
 
+from tests.helpers.export_scenario import DAY_ONE, collect_day, new_warehouse
 from warehouse import Warehouse
 from warehouse.export import MANIFEST, export_warehouse
 
@@ -123,8 +123,8 @@ def test_spark_aggregates_equal_duckdb(exported, spark) -> None:
     wh, dest = exported
     manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
     capacity = (
-        "SELECT cluster, resource_name, count(*) AS nodes, sum(capacity) AS capacity, "
-        "sum(allocatable) AS allocatable FROM {} GROUP BY cluster, resource_name "
+        "SELECT cluster, resource_name, count(*) AS nodes, sum(capacity_gpus) AS capacity, "
+        "sum(allocatable_gpus) AS allocatable FROM {} GROUP BY cluster, resource_name "
         "ORDER BY cluster, resource_name"
     )
     samples = (

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from annex.settings import WarehouseSettings
-from tests.unit.model_documentation_scenario import GPU_HOURS, build_documentation_scenario
+from tests.helpers.model_documentation_scenario import GPU_HOURS, build_documentation_scenario
 from warehouse import Warehouse
 
 D = date(2026, 10, 1)
@@ -79,8 +79,8 @@ def hand_worked(tmp_path: Path) -> Warehouse:
         for run_id, model, stage, counted, running, job, first, last, hours, declared in RUNS:
             con.execute(
                 "INSERT INTO marts.training_run_compute (run_id, model_name, attributed_by, "
-                "stage, lifecycle_stage, counted, running, kubernetes_cluster, "
-                "kubernetes_namespace, kubernetes_job_name, gpus, open_gpus, "
+                "stage, lifecycle_stage, counted, running, cluster, "
+                "namespace, kubernetes_job_name, gpus, open_gpus, "
                 "first_allocation_at, last_allocation_at, gpu_hours, declared_gpu_hours, "
                 "refreshed_at) VALUES (?, ?, 'registry_job', 'PRETRAINING', ?, ?, ?, 'c', "
                 "'team', ?, 3, 0, ?, ?, ?, ?, ?)",

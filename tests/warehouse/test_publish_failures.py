@@ -8,10 +8,10 @@ import duckdb
 import pytest
 
 from annex.settings import WarehouseSettings
+from tests.helpers.warehouse_things import THINGS_MODEL, make_migrations_dir, things_batches
 from warehouse import Warehouse, load_collection
 from warehouse.lock import lock_path_for
 from warehouse.publish_failures import publish_failed_collections
-from warehouse.testing import THINGS_MODEL, make_migrations_dir, things_batches
 
 
 @pytest.fixture

@@ -3,33 +3,34 @@ CREATE OR REPLACE VIEW marts.fleet_gpu_by_domain AS
 WITH levels AS (
     SELECT *, unnest(topology) AS t FROM marts.node_gpu_capacity
 ),
-domains AS (
+failure_domains AS (
     SELECT
         cluster,
         t.level AS level,
         t.level_label AS level_label,
-        t.domain AS domain,
+        t.domain AS failure_domain,
         t.value AS value,
         resource_name,
         bool_and(whole_gpus) AS whole_gpus,
         count(*) AS nodes,
         count(*) FILTER (WHERE schedulable) AS schedulable_nodes,
-        CAST(sum(capacity) AS BIGINT) AS capacity,
-        CAST(sum(allocatable) AS BIGINT) AS allocatable,
-        CAST(sum(allocated_workload) AS BIGINT) AS allocated_workload,
-        CAST(sum(allocated_balloon) AS BIGINT) AS allocated_balloon,
-        CAST(sum(free) AS BIGINT) AS free,
-        CAST(sum(unavailable) AS BIGINT) AS unavailable
+        CAST(sum(capacity_gpus) AS BIGINT) AS capacity_gpus,
+        CAST(sum(allocatable_gpus) AS BIGINT) AS allocatable_gpus,
+        CAST(sum(allocated_workload_gpus) AS BIGINT) AS allocated_workload_gpus,
+        CAST(sum(allocated_balloon_gpus) AS BIGINT) AS allocated_balloon_gpus,
+        CAST(sum(free_gpus) AS BIGINT) AS free_gpus,
+        CAST(sum(unavailable_gpus) AS BIGINT) AS unavailable_gpus
     FROM levels
     GROUP BY cluster, t.level, t.level_label, t.domain, t.value, resource_name, whole_gpus
 )
 SELECT
     *,
-    capacity AS blast_radius_gpus,
-    allocated_workload AS blast_radius_workload_gpus,
-    capacity / sum(capacity) OVER (PARTITION BY cluster, level, resource_name, whole_gpus)
+    capacity_gpus AS blast_radius_gpus,
+    allocated_workload_gpus AS blast_radius_workload_gpus,
+    capacity_gpus
+        / sum(capacity_gpus) OVER (PARTITION BY cluster, level, resource_name, whole_gpus)
         AS blast_radius_share
-FROM domains;
+FROM failure_domains;
 
 COMMENT ON VIEW marts.fleet_gpu_by_domain IS
     'GPU capacity buckets per failure domain of the configured topology profile, at every level (region, zone, block, rack, ... down to the node), and the blast radius: GPUs lost if the domain fails. Nodes missing a level''s labels are in domain value unknown.';
@@ -39,7 +40,7 @@ COMMENT ON COLUMN marts.fleet_gpu_by_domain.level IS
     'Level of the profile, 1 = broadest.';
 COMMENT ON COLUMN marts.fleet_gpu_by_domain.level_label IS
     'Canonical label key of the level, e.g. topology.kubernetes.io/zone.';
-COMMENT ON COLUMN marts.fleet_gpu_by_domain.domain IS
+COMMENT ON COLUMN marts.fleet_gpu_by_domain.failure_domain IS
     'Domain key: label values from the top level down to this one, joined by /.';
 COMMENT ON COLUMN marts.fleet_gpu_by_domain.value IS
     'The label value at this level (unknown when missing).';
@@ -51,17 +52,17 @@ COMMENT ON COLUMN marts.fleet_gpu_by_domain.nodes IS
     'Current nodes in the domain offering the resource.';
 COMMENT ON COLUMN marts.fleet_gpu_by_domain.schedulable_nodes IS
     'Of those, Ready and uncordoned.';
-COMMENT ON COLUMN marts.fleet_gpu_by_domain.capacity IS
+COMMENT ON COLUMN marts.fleet_gpu_by_domain.capacity_gpus IS
     'Sum of capacity.';
-COMMENT ON COLUMN marts.fleet_gpu_by_domain.allocatable IS
+COMMENT ON COLUMN marts.fleet_gpu_by_domain.allocatable_gpus IS
     'Sum of allocatable.';
-COMMENT ON COLUMN marts.fleet_gpu_by_domain.allocated_workload IS
+COMMENT ON COLUMN marts.fleet_gpu_by_domain.allocated_workload_gpus IS
     'Held by workload pods.';
-COMMENT ON COLUMN marts.fleet_gpu_by_domain.allocated_balloon IS
+COMMENT ON COLUMN marts.fleet_gpu_by_domain.allocated_balloon_gpus IS
     'Held by balloon (placeholder) pods.';
-COMMENT ON COLUMN marts.fleet_gpu_by_domain.free IS
+COMMENT ON COLUMN marts.fleet_gpu_by_domain.free_gpus IS
     'Free on Ready, uncordoned nodes.';
-COMMENT ON COLUMN marts.fleet_gpu_by_domain.unavailable IS
+COMMENT ON COLUMN marts.fleet_gpu_by_domain.unavailable_gpus IS
     'Unhealthy devices and the unallocated capacity of NotReady or cordoned nodes.';
 COMMENT ON COLUMN marts.fleet_gpu_by_domain.blast_radius_gpus IS
     'GPUs (or slices) lost if this domain fails: its whole capacity.';

@@ -7,9 +7,9 @@ SELECT
     count(*) FILTER (WHERE counted AND len(gpu_requests) > 0) AS gpu_pods_counted,
     count(*) FILTER (WHERE counted AND is_balloon) AS balloon_pods,
     coalesce(CAST(sum(gpus) FILTER (WHERE counted AND category = 'workload') AS BIGINT), 0)
-        AS gpus_workload,
+        AS allocated_workload_gpus,
     coalesce(CAST(sum(gpus) FILTER (WHERE counted AND category = 'balloon') AS BIGINT), 0)
-        AS gpus_balloon,
+        AS allocated_balloon_gpus,
     coalesce(CAST(sum(list_sum(list_transform(
         list_filter(gpu_requests, lambda x: starts_with(x.resource_name, 'nvidia.com/mig-')),
         lambda x: x.gpus))) FILTER (WHERE counted) AS BIGINT), 0) AS mig_slices_allocated,
@@ -37,9 +37,9 @@ COMMENT ON COLUMN marts.fleet_gpu_by_namespace.gpu_pods_counted IS
     'Of those, pods requesting any GPU-like resource.';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.balloon_pods IS
     'Counted balloon (placeholder) pods.';
-COMMENT ON COLUMN marts.fleet_gpu_by_namespace.gpus_workload IS
+COMMENT ON COLUMN marts.fleet_gpu_by_namespace.allocated_workload_gpus IS
     'nvidia.com/gpu held by counted workload pods (on MIG-single nodes these are slices).';
-COMMENT ON COLUMN marts.fleet_gpu_by_namespace.gpus_balloon IS
+COMMENT ON COLUMN marts.fleet_gpu_by_namespace.allocated_balloon_gpus IS
     'nvidia.com/gpu held by counted balloon pods.';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.mig_slices_allocated IS
     'MIG slices (nvidia.com/mig-* resources, all profiles) held by counted pods.';

@@ -27,15 +27,15 @@ nodes AS (
 gpus AS (
     SELECT
         cluster,
-        CAST(sum(capacity) FILTER (WHERE whole_gpus) AS BIGINT) AS gpus_capacity,
-        CAST(sum(allocatable) FILTER (WHERE whole_gpus) AS BIGINT) AS gpus_allocatable,
-        CAST(sum(allocated_workload) FILTER (WHERE whole_gpus) AS BIGINT)
-            AS gpus_allocated_workload,
-        CAST(sum(allocated_balloon) FILTER (WHERE whole_gpus) AS BIGINT) AS gpus_allocated_balloon,
-        CAST(sum(free) FILTER (WHERE whole_gpus) AS BIGINT) AS gpus_free,
-        CAST(sum(unavailable) FILTER (WHERE whole_gpus) AS BIGINT) AS gpus_unavailable,
-        CAST(sum(capacity) FILTER (WHERE NOT whole_gpus) AS BIGINT) AS mig_slices_capacity,
-        CAST(sum(allocated_workload + allocated_balloon) FILTER (WHERE NOT whole_gpus)
+        CAST(sum(capacity_gpus) FILTER (WHERE whole_gpus) AS BIGINT) AS capacity_gpus,
+        CAST(sum(allocatable_gpus) FILTER (WHERE whole_gpus) AS BIGINT) AS allocatable_gpus,
+        CAST(sum(allocated_workload_gpus) FILTER (WHERE whole_gpus) AS BIGINT)
+            AS allocated_workload_gpus,
+        CAST(sum(allocated_balloon_gpus) FILTER (WHERE whole_gpus) AS BIGINT) AS allocated_balloon_gpus,
+        CAST(sum(free_gpus) FILTER (WHERE whole_gpus) AS BIGINT) AS free_gpus,
+        CAST(sum(unavailable_gpus) FILTER (WHERE whole_gpus) AS BIGINT) AS unavailable_gpus,
+        CAST(sum(capacity_gpus) FILTER (WHERE NOT whole_gpus) AS BIGINT) AS mig_slices_capacity,
+        CAST(sum(allocated_workload_gpus + allocated_balloon_gpus) FILTER (WHERE NOT whole_gpus)
             AS BIGINT)
             AS mig_slices_allocated
     FROM marts.node_gpu_capacity
@@ -61,12 +61,12 @@ SELECT
     coalesce(n.schedulable_nodes, 0) AS schedulable_nodes,
     coalesce(n.cordoned_nodes, 0) AS cordoned_nodes,
     coalesce(n.gpu_nodes, 0) AS gpu_nodes,
-    coalesce(g.gpus_capacity, 0) AS gpus_capacity,
-    coalesce(g.gpus_allocatable, 0) AS gpus_allocatable,
-    coalesce(g.gpus_allocated_workload, 0) AS gpus_allocated_workload,
-    coalesce(g.gpus_allocated_balloon, 0) AS gpus_allocated_balloon,
-    coalesce(g.gpus_free, 0) AS gpus_free,
-    coalesce(g.gpus_unavailable, 0) AS gpus_unavailable,
+    coalesce(g.capacity_gpus, 0) AS capacity_gpus,
+    coalesce(g.allocatable_gpus, 0) AS allocatable_gpus,
+    coalesce(g.allocated_workload_gpus, 0) AS allocated_workload_gpus,
+    coalesce(g.allocated_balloon_gpus, 0) AS allocated_balloon_gpus,
+    coalesce(g.free_gpus, 0) AS free_gpus,
+    coalesce(g.unavailable_gpus, 0) AS unavailable_gpus,
     coalesce(g.mig_slices_capacity, 0) AS mig_slices_capacity,
     coalesce(g.mig_slices_allocated, 0) AS mig_slices_allocated,
     coalesce(p.pods, 0) AS pods,
@@ -85,7 +85,7 @@ LEFT JOIN pods AS p USING (cluster)
 LEFT JOIN snapshot AS s USING (cluster);
 
 COMMENT ON VIEW marts.fleet_summary IS
-    'One row per cluster with a successful Kubernetes collection: nodes, whole GPUs by bucket (capacity = allocated_workload + allocated_balloon + free + unavailable), MIG slices apart, pods, queued demand, and the latest collection with whether its snapshot was consistent.';
+    'One row per cluster with a successful Kubernetes collection: nodes, whole GPUs by bucket (capacity_gpus = allocated_workload_gpus + allocated_balloon_gpus + free_gpus + unavailable_gpus), MIG slices apart, pods, queued demand, and the latest collection with whether its snapshot was consistent.';
 COMMENT ON COLUMN marts.fleet_summary.cluster IS
     'Cluster name as configured in annex.';
 COMMENT ON COLUMN marts.fleet_summary.nodes IS
@@ -98,17 +98,17 @@ COMMENT ON COLUMN marts.fleet_summary.cordoned_nodes IS
     'Nodes with spec.unschedulable.';
 COMMENT ON COLUMN marts.fleet_summary.gpu_nodes IS
     'Nodes with any GPU-like resource in their capacity.';
-COMMENT ON COLUMN marts.fleet_summary.gpus_capacity IS
+COMMENT ON COLUMN marts.fleet_summary.capacity_gpus IS
     'Whole GPUs (nvidia.com/gpu, MIG-single nodes excluded) in node capacity.';
-COMMENT ON COLUMN marts.fleet_summary.gpus_allocatable IS
+COMMENT ON COLUMN marts.fleet_summary.allocatable_gpus IS
     'Whole GPUs allocatable.';
-COMMENT ON COLUMN marts.fleet_summary.gpus_allocated_workload IS
+COMMENT ON COLUMN marts.fleet_summary.allocated_workload_gpus IS
     'Whole GPUs held by workload pods.';
-COMMENT ON COLUMN marts.fleet_summary.gpus_allocated_balloon IS
+COMMENT ON COLUMN marts.fleet_summary.allocated_balloon_gpus IS
     'Whole GPUs held by balloon (placeholder) pods.';
-COMMENT ON COLUMN marts.fleet_summary.gpus_free IS
+COMMENT ON COLUMN marts.fleet_summary.free_gpus IS
     'Whole GPUs free on Ready, uncordoned nodes.';
-COMMENT ON COLUMN marts.fleet_summary.gpus_unavailable IS
+COMMENT ON COLUMN marts.fleet_summary.unavailable_gpus IS
     'Whole GPUs unhealthy, or unallocated on NotReady or cordoned nodes.';
 COMMENT ON COLUMN marts.fleet_summary.mig_slices_capacity IS
     'MIG slices in node capacity (mixed-strategy profiles and single-strategy nvidia.com/gpu).';

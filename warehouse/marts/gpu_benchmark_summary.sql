@@ -17,9 +17,9 @@ latest AS (
     ) = 1
 ),
 hbm AS (
-    SELECT gpu_sku, max(peak_hbm_gbps) AS peak_hbm_gbps
+    SELECT gpu_model, max(peak_hbm_gbps) AS peak_hbm_gbps
     FROM core.gpu_peak_reference
-    GROUP BY gpu_sku
+    GROUP BY gpu_model
 )
 SELECT
     l.cluster,
@@ -27,9 +27,9 @@ SELECT
     l.benchmark,
     l.dtype,
     l.shape,
-    l.node,
+    l.node_name,
+    l.nvml_device_name,
     l.gpu_model,
-    l.gpu_sku,
     l.backend,
     l.triton_version,
     l.ts AS measured_at,
@@ -43,8 +43,8 @@ SELECT
     l.achieved_gbps / nullif(h.peak_hbm_gbps, 0) AS frac_peak_bw,
     coalesce(l.simulated, false) AS simulated
 FROM latest AS l
-LEFT JOIN core.gpu_peak_reference AS p ON p.gpu_sku = l.gpu_sku AND p.dtype = l.dtype
-LEFT JOIN hbm AS h ON h.gpu_sku = l.gpu_sku;
+LEFT JOIN core.gpu_peak_reference AS p ON p.gpu_model = l.gpu_model AND p.dtype = l.dtype
+LEFT JOIN hbm AS h ON h.gpu_model = l.gpu_model;
 
 COMMENT ON VIEW marts.gpu_benchmark_summary IS
     'Per GPU, benchmark, dtype and shape: the latest valid Triton probe measurement (backend interpreter and correct = false excluded) with its fraction of the dense peak from core.gpu_peak_reference. Kernel throughput, not MFU.';
@@ -58,12 +58,12 @@ COMMENT ON COLUMN marts.gpu_benchmark_summary.dtype IS
     'Element type of the measurement.';
 COMMENT ON COLUMN marts.gpu_benchmark_summary.shape IS
     'Problem shape (JSON text as recorded).';
-COMMENT ON COLUMN marts.gpu_benchmark_summary.node IS
+COMMENT ON COLUMN marts.gpu_benchmark_summary.node_name IS
     'Node of the latest measurement.';
+COMMENT ON COLUMN marts.gpu_benchmark_summary.nvml_device_name IS
+    'NVML device name the probe saw (torch), e.g. NVIDIA H100 80GB HBM3.';
 COMMENT ON COLUMN marts.gpu_benchmark_summary.gpu_model IS
-    'GPU product name the probe saw.';
-COMMENT ON COLUMN marts.gpu_benchmark_summary.gpu_sku IS
-    'SKU matched at ingest; NULL when annex has no peak for the model.';
+    'Canonical GPU model matched at ingest (annex''s SKU key); NULL when annex has no peak for it.';
 COMMENT ON COLUMN marts.gpu_benchmark_summary.backend IS
     'cuda or hip.';
 COMMENT ON COLUMN marts.gpu_benchmark_summary.triton_version IS

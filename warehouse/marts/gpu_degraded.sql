@@ -3,7 +3,7 @@ CREATE OR REPLACE VIEW marts.gpu_degraded AS
 WITH sweep AS (
     SELECT
         *,
-        coalesce(gpu_sku, gpu_model) AS cohort_gpu,
+        coalesce(gpu_model, nvml_device_name) AS cohort_gpu,
         CASE WHEN benchmark = 'gemm' THEN 'achieved_tflops' ELSE 'achieved_gbps' END AS metric,
         CASE WHEN benchmark = 'gemm' THEN achieved_tflops ELSE achieved_gbps END AS value
     FROM marts.gpu_benchmark_summary
@@ -89,9 +89,9 @@ verdicts AS (
 SELECT
     cluster,
     gpu_uuid,
-    node,
-    cohort_gpu AS gpu_sku,
+    node_name,
     gpu_model,
+    nvml_device_name,
     benchmark,
     shape,
     dtype,
@@ -126,12 +126,12 @@ COMMENT ON COLUMN marts.gpu_degraded.cluster IS
     'Cluster name as configured in annex.';
 COMMENT ON COLUMN marts.gpu_degraded.gpu_uuid IS
     'The slow GPU.';
-COMMENT ON COLUMN marts.gpu_degraded.node IS
+COMMENT ON COLUMN marts.gpu_degraded.node_name IS
     'Node it was measured on.';
-COMMENT ON COLUMN marts.gpu_degraded.gpu_sku IS
-    'Cohort GPU: the SKU matched at ingest, or the probe''s gpu_model when none matched.';
 COMMENT ON COLUMN marts.gpu_degraded.gpu_model IS
-    'GPU product name the probe saw.';
+    'Canonical GPU model matched at ingest; NULL when annex does not know it (the cohort is then the GPUs of the same nvml_device_name).';
+COMMENT ON COLUMN marts.gpu_degraded.nvml_device_name IS
+    'NVML device name the probe saw (torch), e.g. NVIDIA H100 80GB HBM3.';
 COMMENT ON COLUMN marts.gpu_degraded.benchmark IS
     'Benchmark of the measurement.';
 COMMENT ON COLUMN marts.gpu_degraded.shape IS

@@ -2,7 +2,7 @@
 CREATE OR REPLACE VIEW marts.gpu_hours_daily_by_model AS
 SELECT
     cluster,
-    coalesce(gpu_product, 'unknown') AS gpu_product,
+    coalesce(gpu_model, 'unknown') AS gpu_model,
     day,
     count(DISTINCT node_name) FILTER (WHERE observed_hours > 0) AS nodes,
     sum(capacity_gpu_hours) AS capacity_gpu_hours,
@@ -27,14 +27,14 @@ SELECT
     sum(energy_joules) / 3.6e9 AS energy_mwh,
     sum(energy_estimated_joules) / 3.6e9 AS energy_estimated_mwh
 FROM marts.node_gpu_hours
-GROUP BY cluster, coalesce(gpu_product, 'unknown'), day;
+GROUP BY cluster, coalesce(gpu_model, 'unknown'), day;
 
 COMMENT ON VIEW marts.gpu_hours_daily_by_model IS
     'marts.node_gpu_hours summed per GPU model and UTC day: inventory GPU-hours by bucket, DCGM allocation proxy, allocated-but-idle GPU-hours, activity means, energy.';
 COMMENT ON COLUMN marts.gpu_hours_daily_by_model.cluster IS
     'Cluster name as configured in annex.';
-COMMENT ON COLUMN marts.gpu_hours_daily_by_model.gpu_product IS
-    'GPU model of the node (GFD nvidia.com/gpu.product; DCGM modelName for telemetry-only nodes), unknown when neither.';
+COMMENT ON COLUMN marts.gpu_hours_daily_by_model.gpu_model IS
+    'Canonical GPU model of the node (marts.gpu_models: from its GFD product label, else from DCGM''s device name for telemetry-only nodes), unknown when neither is known to annex.';
 COMMENT ON COLUMN marts.gpu_hours_daily_by_model.day IS
     'UTC date.';
 COMMENT ON COLUMN marts.gpu_hours_daily_by_model.nodes IS

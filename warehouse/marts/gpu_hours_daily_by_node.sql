@@ -5,8 +5,8 @@ SELECT
     node_name,
     day,
     arg_max(node_uid, hour) FILTER (WHERE node_uid IS NOT NULL) AS node_uid,
-    arg_max(pool, hour) FILTER (WHERE observed_hours > 0) AS pool,
-    arg_max(gpu_product, hour) FILTER (WHERE gpu_product IS NOT NULL) AS gpu_product,
+    arg_max(node_pool, hour) FILTER (WHERE observed_hours > 0) AS node_pool,
+    arg_max(gpu_model, hour) FILTER (WHERE gpu_model IS NOT NULL) AS gpu_model,
     arg_max(failure_domain, hour) FILTER (WHERE observed_hours > 0) AS failure_domain,
     sum(observed_hours) AS observed_hours,
     sum(capacity_gpu_hours) AS capacity_gpu_hours,
@@ -43,10 +43,10 @@ COMMENT ON COLUMN marts.gpu_hours_daily_by_node.day IS
     'UTC date.';
 COMMENT ON COLUMN marts.gpu_hours_daily_by_node.node_uid IS
     'metadata.uid of the node in its latest hour of the day.';
-COMMENT ON COLUMN marts.gpu_hours_daily_by_node.pool IS
+COMMENT ON COLUMN marts.gpu_hours_daily_by_node.node_pool IS
     'Node pool in its latest observed hour of the day.';
-COMMENT ON COLUMN marts.gpu_hours_daily_by_node.gpu_product IS
-    'GPU model in its latest hour of the day.';
+COMMENT ON COLUMN marts.gpu_hours_daily_by_node.gpu_model IS
+    'Canonical GPU model (marts.gpu_models) in its latest hour of the day.';
 COMMENT ON COLUMN marts.gpu_hours_daily_by_node.failure_domain IS
     'Top-level failure domain in its latest observed hour of the day.';
 COMMENT ON COLUMN marts.gpu_hours_daily_by_node.observed_hours IS

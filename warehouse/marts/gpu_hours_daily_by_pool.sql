@@ -2,7 +2,7 @@
 CREATE OR REPLACE VIEW marts.gpu_hours_daily_by_pool AS
 SELECT
     cluster,
-    coalesce(pool, 'unknown') AS pool,
+    coalesce(node_pool, 'unknown') AS node_pool,
     day,
     count(DISTINCT node_name) FILTER (WHERE observed_hours > 0) AS nodes,
     sum(capacity_gpu_hours) AS capacity_gpu_hours,
@@ -27,14 +27,14 @@ SELECT
     sum(energy_joules) / 3.6e9 AS energy_mwh,
     sum(energy_estimated_joules) / 3.6e9 AS energy_estimated_mwh
 FROM marts.node_gpu_hours
-GROUP BY cluster, coalesce(pool, 'unknown'), day;
+GROUP BY cluster, coalesce(node_pool, 'unknown'), day;
 
 COMMENT ON VIEW marts.gpu_hours_daily_by_pool IS
-    'marts.node_gpu_hours summed per node pool and UTC day (the pool of each node-hour): capacity = allocated_workload + allocated_balloon + free + unavailable GPU-hours (inventory), the DCGM allocation proxy, allocated-but-idle GPU-hours, activity means weighted by GPU-hours, energy. Hourly: GROUP BY pool, hour on marts.node_gpu_hours.';
+    'marts.node_gpu_hours summed per node pool and UTC day (the pool of each node-hour): capacity = allocated_workload + allocated_balloon + free + unavailable GPU-hours (inventory), the DCGM allocation proxy, allocated-but-idle GPU-hours, activity means weighted by GPU-hours, energy. Hourly: GROUP BY node_pool, hour on marts.node_gpu_hours.';
 COMMENT ON COLUMN marts.gpu_hours_daily_by_pool.cluster IS
     'Cluster name as configured in annex.';
-COMMENT ON COLUMN marts.gpu_hours_daily_by_pool.pool IS
-    'Node pool (core.nodes.pool); unknown when unlabelled or seen only by telemetry.';
+COMMENT ON COLUMN marts.gpu_hours_daily_by_pool.node_pool IS
+    'Node pool (core.nodes.node_pool); unknown when unlabelled or seen only by telemetry.';
 COMMENT ON COLUMN marts.gpu_hours_daily_by_pool.day IS
     'UTC date.';
 COMMENT ON COLUMN marts.gpu_hours_daily_by_pool.nodes IS

@@ -43,7 +43,7 @@ SELECT
     CAST(f.content -> '$.languages' AS VARCHAR[]) AS languages,
     CAST(f.content -> '$.contentTypes' AS VARCHAR[]) AS content_types,
     TRY_CAST(f.content ->> '$.latestCollectionDate' AS DATE) AS latest_collection_date,
-    f.content -> '$.domainStats' AS domain_stats,
+    f.content -> '$.domainStats' AS web_domain_stats,
     f.crawl,
     f.personal ->> '$.present' AS personal_data_present,
     f.personal ->> '$.sensitive' AS personal_data_sensitive,
@@ -106,7 +106,7 @@ COMMENT ON COLUMN marts.lineage_model_sources.content_types IS
     'annex_content.contentTypes.';
 COMMENT ON COLUMN marts.lineage_model_sources.latest_collection_date IS
     'annex_content.latestCollectionDate.';
-COMMENT ON COLUMN marts.lineage_model_sources.domain_stats IS
+COMMENT ON COLUMN marts.lineage_model_sources.web_domain_stats IS
     'annex_content.domainStats (topN [{domain, tokens}], fullStatsUri).';
 COMMENT ON COLUMN marts.lineage_model_sources.crawl IS
     'The annex_crawl facet.';
@@ -120,3 +120,28 @@ COMMENT ON COLUMN marts.lineage_model_sources.illegal_content_measures IS
     'annex_illegalContent.measures.';
 COMMENT ON COLUMN marts.lineage_model_sources.illegal_content_removed_items IS
     'annex_illegalContent.removedItems.';
+
+-- The table macro behind marts.lineage_eu_top_domains, for other cut-offs (5%, or 1,000 for
+-- SMEs): it reads this view's web_domain_stats, so it is (re)created right after the view.
+CREATE OR REPLACE MACRO marts.lineage_top_domains(top_share) AS TABLE
+WITH d AS (
+    SELECT s.model_version_id, any_value(s.model_name) AS model_name, t.e.domain AS web_domain,
+           sum(t.e.tokens) AS tokens
+    FROM marts.lineage_model_sources AS s,
+         unnest(CAST(s.web_domain_stats -> '$.topN' AS STRUCT(domain VARCHAR, tokens DOUBLE)[]))
+             AS t(e)
+    WHERE s.source_category = 'CRAWLED'
+    GROUP BY s.model_version_id, t.e.domain
+),
+r AS (
+    SELECT
+        *,
+        tokens / sum(tokens) OVER (PARTITION BY model_version_id) AS share,
+        row_number() OVER (PARTITION BY model_version_id ORDER BY tokens DESC, web_domain)
+            AS rank,
+        count(*) OVER (PARTITION BY model_version_id) AS web_domains
+    FROM d
+)
+SELECT model_version_id, model_name, web_domain, tokens, share, rank, web_domains
+FROM r
+WHERE rank <= ceil(top_share * web_domains);

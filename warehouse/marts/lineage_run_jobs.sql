@@ -22,10 +22,10 @@ SELECT
     r.state,
     r.started_at,
     r.ended_at,
-    r.kubernetes_cluster,
-    r.kubernetes_namespace,
+    r.cluster,
+    r.namespace,
     r.kubernetes_job_name,
-    r.kubernetes_cluster IS NOT NULL AND r.kubernetes_namespace IS NOT NULL
+    r.cluster IS NOT NULL AND r.namespace IS NOT NULL
         AND r.kubernetes_job_name IS NOT NULL AS has_kubernetes_facet,
     j.job_name IS NOT NULL AS job_known,
     j.job_uid,
@@ -35,10 +35,10 @@ SELECT
     h.gpu_hours
 FROM core.lineage_runs AS r
 LEFT JOIN jobs AS j
-    ON j.cluster = r.kubernetes_cluster AND j.namespace = r.kubernetes_namespace
+    ON j.cluster = r.cluster AND j.namespace = r.namespace
     AND j.job_name = r.kubernetes_job_name
 LEFT JOIN hours AS h
-    ON h.cluster = r.kubernetes_cluster AND h.namespace = r.kubernetes_namespace
+    ON h.cluster = r.cluster AND h.namespace = r.namespace
     AND h.job_name = r.kubernetes_job_name
 WHERE r.stage IN ('PRETRAINING', 'FINE_TUNING');
 
@@ -56,10 +56,10 @@ COMMENT ON COLUMN marts.lineage_run_jobs.started_at IS
     'Earliest START (UTC).';
 COMMENT ON COLUMN marts.lineage_run_jobs.ended_at IS
     'Its terminal event''s time (UTC).';
-COMMENT ON COLUMN marts.lineage_run_jobs.kubernetes_cluster IS
-    'annex_trainingRun.kubernetes.cluster.';
-COMMENT ON COLUMN marts.lineage_run_jobs.kubernetes_namespace IS
-    'annex_trainingRun.kubernetes.namespace.';
+COMMENT ON COLUMN marts.lineage_run_jobs.cluster IS
+    'Kubernetes cluster the producer declared (annex_trainingRun.kubernetes.cluster).';
+COMMENT ON COLUMN marts.lineage_run_jobs.namespace IS
+    'Kubernetes namespace the producer declared (annex_trainingRun.kubernetes.namespace).';
 COMMENT ON COLUMN marts.lineage_run_jobs.kubernetes_job_name IS
     'annex_trainingRun.kubernetes.jobName.';
 COMMENT ON COLUMN marts.lineage_run_jobs.has_kubernetes_facet IS

@@ -19,8 +19,9 @@ buckets AS (
         n.cluster,
         n.node_uid,
         n.node_name,
-        n.pool,
-        n.gpu_product,
+        n.node_pool,
+        n.gfd_product,
+        m.gpu_model,
         n.instance_type,
         n.mig_strategy,
         n.topology,
@@ -30,11 +31,12 @@ buckets AS (
         n.r.resource_name AS resource_name,
         n.r.resource_name = 'nvidia.com/gpu' AND coalesce(n.mig_strategy, 'none') <> 'single'
             AS whole_gpus,
-        n.r.capacity AS capacity,
-        n.r.allocatable AS allocatable,
-        coalesce(h.workload, 0) AS allocated_workload,
-        coalesce(h.balloon, 0) AS allocated_balloon
+        n.r.capacity AS capacity_gpus,
+        n.r.allocatable AS allocatable_gpus,
+        coalesce(h.workload, 0) AS allocated_workload_gpus,
+        coalesce(h.balloon, 0) AS allocated_balloon_gpus
     FROM current_nodes AS n
+    LEFT JOIN marts.gpu_models AS m ON m.source = 'gfd_product' AND m.spelling = n.gfd_product
     LEFT JOIN held AS h
         ON h.cluster = n.cluster AND h.node_name = n.node_name
         AND h.resource_name = n.r.resource_name
@@ -43,8 +45,9 @@ SELECT
     cluster,
     node_uid,
     node_name,
-    pool,
-    gpu_product,
+    node_pool,
+    gfd_product,
+    gpu_model,
     instance_type,
     mig_strategy,
     topology,
@@ -53,32 +56,34 @@ SELECT
     schedulable,
     resource_name,
     whole_gpus,
-    capacity,
-    allocatable,
-    allocated_workload,
-    allocated_balloon,
+    capacity_gpus,
+    allocatable_gpus,
+    allocated_workload_gpus,
+    allocated_balloon_gpus,
     CASE WHEN schedulable
-        THEN greatest(allocatable - allocated_workload - allocated_balloon, 0) ELSE 0 END AS free,
-    greatest(capacity - greatest(allocatable, allocated_workload + allocated_balloon), 0)
+        THEN greatest(allocatable_gpus - allocated_workload_gpus - allocated_balloon_gpus, 0) ELSE 0 END AS free_gpus,
+    greatest(capacity_gpus - greatest(allocatable_gpus, allocated_workload_gpus + allocated_balloon_gpus), 0)
         + CASE WHEN schedulable
-            THEN 0 ELSE greatest(allocatable - allocated_workload - allocated_balloon, 0) END
-        AS unavailable,
-    greatest(allocated_workload + allocated_balloon - allocatable, 0)
-        AS allocated_beyond_allocatable
+            THEN 0 ELSE greatest(allocatable_gpus - allocated_workload_gpus - allocated_balloon_gpus, 0) END
+        AS unavailable_gpus,
+    greatest(allocated_workload_gpus + allocated_balloon_gpus - allocatable_gpus, 0)
+        AS allocated_beyond_allocatable_gpus
 FROM buckets;
 
 COMMENT ON VIEW marts.node_gpu_capacity IS
-    'Per current node and GPU-like resource: capacity split into allocated_workload + allocated_balloon + free + unavailable (= capacity). free only on Ready, uncordoned nodes; unavailable = capacity - allocatable (unhealthy devices) plus the unallocated allocatable of NotReady or cordoned nodes. Balloons are never free.';
+    'Per current node and GPU-like resource: capacity_gpus split into allocated_workload_gpus + allocated_balloon_gpus + free_gpus + unavailable_gpus (= capacity_gpus), counted in units of the resource (MIG slices for a MIG resource). free_gpus only on Ready, uncordoned nodes; unavailable_gpus = capacity - allocatable (unhealthy devices) plus the unallocated allocatable of NotReady or cordoned nodes. Balloons are never free.';
 COMMENT ON COLUMN marts.node_gpu_capacity.cluster IS
     'Cluster name as configured in annex.';
 COMMENT ON COLUMN marts.node_gpu_capacity.node_uid IS
     'metadata.uid of the node.';
 COMMENT ON COLUMN marts.node_gpu_capacity.node_name IS
     'metadata.name of the node.';
-COMMENT ON COLUMN marts.node_gpu_capacity.pool IS
-    'Node pool (core.nodes.pool); NULL when the node carries no pool label.';
-COMMENT ON COLUMN marts.node_gpu_capacity.gpu_product IS
-    'GPU model (GFD nvidia.com/gpu.product); NULL when unlabelled.';
+COMMENT ON COLUMN marts.node_gpu_capacity.node_pool IS
+    'Node pool (core.nodes.node_pool); NULL when the node carries no pool label.';
+COMMENT ON COLUMN marts.node_gpu_capacity.gfd_product IS
+    'GFD label nvidia.com/gpu.product as written (MIG and SHARED suffixes included); NULL when unlabelled.';
+COMMENT ON COLUMN marts.node_gpu_capacity.gpu_model IS
+    'Canonical GPU model of gfd_product (marts.gpu_models); NULL when unlabelled or unknown to annex.';
 COMMENT ON COLUMN marts.node_gpu_capacity.instance_type IS
     'Label node.kubernetes.io/instance-type.';
 COMMENT ON COLUMN marts.node_gpu_capacity.mig_strategy IS
@@ -95,17 +100,17 @@ COMMENT ON COLUMN marts.node_gpu_capacity.resource_name IS
     'nvidia.com/gpu (whole GPUs) or a MIG nvidia.com/mig-<profile> (slices: never add to whole GPUs).';
 COMMENT ON COLUMN marts.node_gpu_capacity.whole_gpus IS
     'True when the row counts whole GPUs: nvidia.com/gpu on a node whose MIG strategy is not single (with single, nvidia.com/gpu counts MIG slices).';
-COMMENT ON COLUMN marts.node_gpu_capacity.capacity IS
+COMMENT ON COLUMN marts.node_gpu_capacity.capacity_gpus IS
     'status.capacity of the resource.';
-COMMENT ON COLUMN marts.node_gpu_capacity.allocatable IS
+COMMENT ON COLUMN marts.node_gpu_capacity.allocatable_gpus IS
     'status.allocatable of the resource.';
-COMMENT ON COLUMN marts.node_gpu_capacity.allocated_workload IS
+COMMENT ON COLUMN marts.node_gpu_capacity.allocated_workload_gpus IS
     'Held by counted workload pods (open core.gpu_allocations, category workload).';
-COMMENT ON COLUMN marts.node_gpu_capacity.allocated_balloon IS
+COMMENT ON COLUMN marts.node_gpu_capacity.allocated_balloon_gpus IS
     'Held by counted balloon (placeholder) pods: reserved, not idle.';
-COMMENT ON COLUMN marts.node_gpu_capacity.free IS
+COMMENT ON COLUMN marts.node_gpu_capacity.free_gpus IS
     'allocatable - allocated on Ready, uncordoned nodes (never below 0); 0 elsewhere.';
-COMMENT ON COLUMN marts.node_gpu_capacity.unavailable IS
+COMMENT ON COLUMN marts.node_gpu_capacity.unavailable_gpus IS
     'capacity - max(allocatable, allocated), plus the unallocated allocatable of NotReady or cordoned nodes.';
-COMMENT ON COLUMN marts.node_gpu_capacity.allocated_beyond_allocatable IS
+COMMENT ON COLUMN marts.node_gpu_capacity.allocated_beyond_allocatable_gpus IS
     'Allocated above allocatable (devices went unhealthy under running pods); 0 normally.';

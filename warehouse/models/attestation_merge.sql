@@ -270,14 +270,15 @@ by_ueid AS (
     SELECT *
     FROM bindings
     QUALIFY row_number() OVER (
-        PARTITION BY device_ueid ORDER BY last_seen DESC, first_seen DESC, node_name, gpu_uuid
+        PARTITION BY device_ueid ORDER BY last_seen_at DESC, first_seen_at DESC, node_name, gpu_uuid
     ) = 1
 ),
 by_gpu AS (
     SELECT *
     FROM bindings
     QUALIFY row_number() OVER (
-        PARTITION BY gpu_uuid ORDER BY last_seen DESC, first_seen DESC, node_name, device_ueid
+        PARTITION BY gpu_uuid ORDER BY last_seen_at DESC, first_seen_at DESC, node_name,
+        device_ueid
     ) = 1
 ),
 removed_nodes AS (
@@ -304,16 +305,16 @@ SELECT
     CASE
         WHEN u.device_ueid IS NOT NULL AND u.gpu_uuid <> b.gpu_uuid THEN format(
             'device_mismatch: GPU ueid {} is bound to GPU UUID {} (node {}, since {}), but this '
-            'token''s GPU UUID is {}', b.device_ueid, u.gpu_uuid, u.node_name, u.first_seen,
+            'token''s GPU UUID is {}', b.device_ueid, u.gpu_uuid, u.node_name, u.first_seen_at,
             b.gpu_uuid)
         WHEN u.device_ueid IS NOT NULL AND u.node_name <> b.node_name AND m.node_name IS NULL
             THEN format(
             'device_mismatch: GPU ueid {} is bound to node {} (since {}), which is still in the '
             'inventory, but this token came from node {}', b.device_ueid, u.node_name,
-            u.first_seen, b.node_name)
+            u.first_seen_at, b.node_name)
         WHEN g.gpu_uuid IS NOT NULL AND g.device_ueid <> b.device_ueid THEN format(
             'device_mismatch: GPU UUID {} is bound to ueid {} (node {}, since {}), but this '
-            'token''s ueid is {}', b.gpu_uuid, g.device_ueid, g.node_name, g.first_seen,
+            'token''s ueid is {}', b.gpu_uuid, g.device_ueid, g.node_name, g.first_seen_at,
             b.device_ueid)
         WHEN u.device_ueid IS NULL AND b.batch_gpu_uuid <> b.gpu_uuid THEN format(
             'device_mismatch: GPU ueid {} came as GPU UUID {} in an earlier token of this '
@@ -473,18 +474,19 @@ JOIN att_findings AS f ON f.submission_id = c.submission_id AND f.record_id = c.
 WHERE f.replay_message IS NULL AND f.device_message IS NULL;
 
 UPDATE core.gpu_attested_devices AS b
-SET last_seen = u.last_seen, last_record_id = u.last_record_id
+SET last_seen_at = u.last_seen_at, last_record_id = u.last_record_id
 FROM (
-    SELECT node_name, gpu_uuid, device_ueid, max(seen_at) AS last_seen,
+    SELECT node_name, gpu_uuid, device_ueid, max(seen_at) AS last_seen_at,
            arg_max(record_id, seen_at) AS last_record_id
     FROM att_bindable
     GROUP BY node_name, gpu_uuid, device_ueid
 ) AS u
 WHERE b.cluster = getvariable('cluster') AND b.node_name = u.node_name
-  AND b.gpu_uuid = u.gpu_uuid AND b.device_ueid = u.device_ueid AND u.last_seen > b.last_seen;
+  AND b.gpu_uuid = u.gpu_uuid AND b.device_ueid = u.device_ueid
+  AND u.last_seen_at > b.last_seen_at;
 
 INSERT INTO core.gpu_attested_devices
-    (cluster, node_name, gpu_uuid, device_ueid, first_seen, last_seen, first_record_id,
+    (cluster, node_name, gpu_uuid, device_ueid, first_seen_at, last_seen_at, first_record_id,
      last_record_id)
 SELECT
     getvariable('cluster'),

@@ -189,14 +189,16 @@ SELECT
     coalesce(runs.state NOT IN ('COMPLETE', 'FAIL', 'ABORT'), true) AS running,
     runs.started_at,
     runs.ended_at,
-    runs.kubernetes_cluster,
-    runs.kubernetes_namespace,
+    runs.cluster AS kubernetes_cluster,
+    runs.namespace AS kubernetes_namespace,
     runs.kubernetes_job_name,
     runs.state_event_id,
     coalesce(f.facet ->> '$.purpose', 'PRODUCTION') AS purpose,
     f.facet ->> '$.method' AS method,
     TRY_CAST(f.facet ->> '$.resources.gpuCount' AS BIGINT) AS declared_gpus,
     f.facet ->> '$.resources.gpuProduct' AS declared_gpu_product,
+    (SELECT max(m.gpu_model) FROM marts.gpu_models AS m
+     WHERE m.spelling = f.facet ->> '$.resources.gpuProduct') AS declared_gpu_model,
     TRY_CAST(f.facet ->> '$.generation.tokensGenerated' AS DOUBLE) AS tokens_generated
 FROM runs
 LEFT JOIN matched AS m ON m.run_id = runs.run_id
@@ -234,7 +236,7 @@ _ALLOC = """
 CREATE OR REPLACE TEMP TABLE cmp_alloc AS
 WITH products AS (
     SELECT cluster, node_name,
-           arg_max(gpu_product, valid_from) FILTER (WHERE gpu_product IS NOT NULL) AS gpu_product
+           arg_max(gfd_product, valid_from) FILTER (WHERE gfd_product IS NOT NULL) AS gpu_product
     FROM core.nodes
     GROUP BY cluster, node_name
 ),
@@ -429,17 +431,17 @@ SELECT
     median(b.frac_peak_flops) AS frac_peak,
     list(DISTINCT b.record_id ORDER BY b.record_id) AS record_ids
 FROM (SELECT DISTINCT run_id, cluster, node_name, gpu_product FROM cmp_alloc) AS a
-JOIN core.gpu_benchmarks AS b ON b.cluster = a.cluster AND b.node = a.node_name
+JOIN core.gpu_benchmarks AS b ON b.cluster = a.cluster AND b.node_name = a.node_name
 WHERE b.benchmark = 'gemm' AND b.frac_peak_flops IS NOT NULL AND coalesce(b.correct, true)
 GROUP BY a.run_id, a.gpu_product, b.dtype
 """
 
 _FLEET_BENCH = """
-SELECT gpu_sku, dtype, median(frac_peak_flops), list(DISTINCT record_id ORDER BY record_id)[1:20]
+SELECT gpu_model, dtype, median(frac_peak_flops), list(DISTINCT record_id ORDER BY record_id)[1:20]
 FROM core.gpu_benchmarks
 WHERE benchmark = 'gemm' AND frac_peak_flops IS NOT NULL AND coalesce(correct, true)
-  AND gpu_sku IS NOT NULL
-GROUP BY gpu_sku, dtype
+  AND gpu_model IS NOT NULL
+GROUP BY gpu_model, dtype
 """
 
 _TOKENS = """
@@ -499,7 +501,7 @@ def _runs(
     reference = {
         (sku, dtype): (tflops, tdp)
         for sku, dtype, tflops, tdp in con.execute(
-            "SELECT gpu_sku, dtype, peak_tflops_dense, tdp_watts FROM core.gpu_peak_reference"
+            "SELECT gpu_model, dtype, peak_tflops_dense, tdp_watts FROM core.gpu_peak_reference"
         ).fetchall()
     }
     fleet = {(s, d): (frac, ids) for s, d, frac, ids in con.execute(_FLEET_BENCH).fetchall()}
@@ -667,8 +669,8 @@ def _group_row(run: Mapping[str, Any], g: _Group) -> dict[str, Any]:
     return {
         "run_id": run["run_id"],
         "model_name": run["model_name"],
-        "gpu_product": g.gpu_product,
-        "gpu_sku": g.gpu_sku,
+        "gfd_product": g.gpu_product,
+        "gpu_model": g.gpu_sku,
         "gpu_hours": f.gpu_hours(g.gpu_seconds),
         "open_gpus": g.open_gpus,
         "peak_tflops_dense": g.peak_tflops,
@@ -907,8 +909,8 @@ def _run_row(
         "running": run["running"],
         "started_at": run["started_at"],
         "ended_at": run["ended_at"],
-        "kubernetes_cluster": run["kubernetes_cluster"],
-        "kubernetes_namespace": run["kubernetes_namespace"],
+        "cluster": run["kubernetes_cluster"],
+        "namespace": run["kubernetes_namespace"],
         "kubernetes_job_name": run["kubernetes_job_name"],
         "namespace_in_registry": (run["kubernetes_namespace"] in namespaces)
         if namespaces
@@ -918,7 +920,7 @@ def _run_row(
         "gpu_hours": hours,
         "declared_gpu_hours": declared_hours,
         "declared_gpus": run["declared_gpus"],
-        "declared_gpu_product": run["declared_gpu_product"],
+        "declared_gpu_model": run["declared_gpu_model"],
         "first_allocation_at": min(h["first_at"] for h in holdings) if holdings else None,
         "last_allocation_at": max(h["last_at"] for h in holdings) if holdings else None,
         "wall_clock_seconds": wall,
@@ -1327,8 +1329,7 @@ def _findings(
     rows = []
     for run in sorted(runs.values(), key=lambda r: (r["model_name"], r["run_id"])):
         job = (
-            f"{run['kubernetes_cluster']}/{run['kubernetes_namespace']}/"
-            f"{run['kubernetes_job_name']}"
+            f"{run['cluster']}/{run['namespace']}/{run['kubernetes_job_name']}"
             if run["kubernetes_job_name"]
             else None
         )

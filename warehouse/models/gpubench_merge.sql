@@ -1,9 +1,10 @@
 -- The peak reference: annex's own table, refreshed by every collection.
 DELETE FROM core.gpu_peak_reference
-WHERE (gpu_sku, dtype) IN (SELECT (gpu_sku, dtype) FROM stage_gpu_peaks);
+WHERE (gpu_model, dtype) IN (SELECT (gpu_sku, dtype) FROM stage_gpu_peaks);
 
 INSERT INTO core.gpu_peak_reference BY NAME
-SELECT DISTINCT *, getvariable('collected_at') AS updated_at FROM stage_gpu_peaks;
+SELECT DISTINCT * RENAME (gpu_sku AS gpu_model), getvariable('collected_at') AS updated_at
+FROM stage_gpu_peaks;
 
 -- Records not loaded before (record_id is the record's own UUID).
 CREATE OR REPLACE TEMP TABLE gpubench_new AS
@@ -19,9 +20,9 @@ QUALIFY row_number() OVER (PARTITION BY record_id ORDER BY locator) = 1;
 -- where most of its records (earlier and new) were measured.
 CREATE OR REPLACE TEMP TABLE gpubench_gpu_home AS
 WITH telemetry AS (
-    SELECT gpu_uuid, arg_max(hostname, last_ts) AS node
+    SELECT gpu_uuid, arg_max(node_name, last_ts) AS node
     FROM core.gpu_telemetry_series
-    WHERE cluster = getvariable('cluster') AND gpu_uuid IS NOT NULL AND hostname IS NOT NULL
+    WHERE cluster = getvariable('cluster') AND gpu_uuid IS NOT NULL AND node_name IS NOT NULL
     GROUP BY gpu_uuid
 ),
 records AS (
@@ -29,7 +30,7 @@ records AS (
     FROM (
         SELECT gpu_uuid, node FROM gpubench_new WHERE backend <> 'interpreter'
         UNION ALL
-        SELECT gpu_uuid, node FROM core.gpu_benchmarks
+        SELECT gpu_uuid, node_name FROM core.gpu_benchmarks
         WHERE cluster = getvariable('cluster') AND backend <> 'interpreter'
     )
     WHERE gpu_uuid IS NOT NULL AND node IS NOT NULL
@@ -50,9 +51,9 @@ WHERE t.node IS NOT NULL OR m.top * 2 > m.total;
 
 CREATE OR REPLACE TEMP TABLE gpubench_verdicts AS
 WITH node_product AS (
-    SELECT node_name, gpu_product
+    SELECT node_name, gfd_product AS gpu_product
     FROM core.nodes
-    WHERE cluster = getvariable('cluster') AND valid_to IS NULL AND gpu_product IS NOT NULL
+    WHERE cluster = getvariable('cluster') AND valid_to IS NULL AND gfd_product IS NOT NULL
 )
 SELECT
     n.record_id,
@@ -84,7 +85,8 @@ WHERE v.reason_code IS NOT NULL;
 INSERT INTO core.gpu_benchmarks BY NAME
 SELECT
     getvariable('cluster') AS cluster,
-    n.*,
+    -- the record's names (raw) -> core's (docs/naming.md)
+    n.* RENAME (node AS node_name, gpu_model AS nvml_device_name, gpu_sku AS gpu_model),
     getvariable('collection_id') AS collection_id,
     getvariable('collected_at') AS loaded_at
 FROM gpubench_new AS n
@@ -94,7 +96,7 @@ WHERE v.reason_code IS NULL;
 INSERT INTO core.gpu_benchmark_pods BY NAME
 SELECT
     getvariable('cluster') AS cluster,
-    p.*,
+    p.* RENAME (node AS node_name),
     getvariable('collection_id') AS collection_id,
     getvariable('collected_at') AS read_at
 FROM stage_gpubench_pods AS p

@@ -59,7 +59,8 @@ WHERE c.cluster = getvariable('cluster') AND c.valid_to IS NULL
 INSERT INTO core.nodes BY NAME
 SELECT
     getvariable('cluster') AS cluster,
-    s.*,
+    -- the collector's names (raw.kubernetes_nodes) -> core's (docs/naming.md)
+    s.* RENAME (pool AS node_pool, gpu_product AS gfd_product),
     getvariable('collected_at') AS valid_from,
     getvariable('collection_id') AS collection_id
 FROM k8s_snapshot_nodes AS s

@@ -626,8 +626,8 @@ SELECT
     a.first_event_time,
     a.last_event_time,
     a.events,
-    f.training ->> '$.kubernetes.cluster' AS kubernetes_cluster,
-    f.training ->> '$.kubernetes.namespace' AS kubernetes_namespace,
+    f.training ->> '$.kubernetes.cluster' AS cluster,
+    f.training ->> '$.kubernetes.namespace' AS namespace,
     f.training ->> '$.kubernetes.jobName' AS kubernetes_job_name,
     f.training ->> '$.modelName' AS model_name,
     f.training ->> '$.stage' AS stage
@@ -651,8 +651,8 @@ WHEN MATCHED THEN UPDATE SET
     first_event_time = n.first_event_time,
     last_event_time = n.last_event_time,
     events = n.events,
-    kubernetes_cluster = n.kubernetes_cluster,
-    kubernetes_namespace = n.kubernetes_namespace,
+    cluster = n.cluster,
+    namespace = n.namespace,
     kubernetes_job_name = n.kubernetes_job_name,
     model_name = n.model_name,
     stage = n.stage

@@ -45,7 +45,8 @@ SELECT
     getvariable('cluster') AS cluster,
     f.series_id,
     f.series_key,
-    s.* EXCLUDE (series_index),
+    -- DCGM's label names (raw) -> core's (docs/naming.md)
+    s.* EXCLUDE (series_index) RENAME (hostname AS node_name, model_name AS nvml_device_name),
     e.first_ts,
     e.last_ts,
     getvariable('collection_id') AS first_collection_id,

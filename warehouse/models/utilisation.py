@@ -223,8 +223,8 @@ SELECT
         AS UTINYINT) AS code,
     s.pod,
     s.namespace,
-    s.hostname,
-    s.model_name
+    s.node_name AS hostname,
+    s.nvml_device_name AS model_name
 FROM core.gpu_telemetry_series AS s
 JOIN bounds AS b USING (cluster)
 WHERE s.gpu_uuid IS NOT NULL
@@ -556,8 +556,8 @@ WITH versions AS (
         n.cluster,
         n.node_uid,
         n.node_name,
-        n.pool,
-        n.gpu_product,
+        n.node_pool,
+        gm.gpu_model,
         coalesce(list_filter(n.topology, lambda t: t.level = 1)[1].domain, 'unknown')
             AS failure_domain,
         coalesce(n.ready, false) AND NOT coalesce(n.unschedulable, false) AS schedulable,
@@ -567,6 +567,8 @@ WITH versions AS (
         least(coalesce(n.valid_to, h.horizon), h.horizon) AS valid_to
     FROM (SELECT *, unnest(gpu_resources) AS r FROM core.nodes) AS n
     JOIN util_horizon AS h USING (cluster)
+    LEFT JOIN marts.gpu_models AS gm
+        ON gm.source = 'gfd_product' AND gm.spelling = n.gfd_product
     WHERE n.r.resource_name = 'nvidia.com/gpu'
       AND coalesce(n.mig_strategy, 'none') <> 'single'
       AND n.valid_from < $hi

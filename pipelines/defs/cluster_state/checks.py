@@ -96,9 +96,9 @@ def allocation_within_allocatable(con: duckdb.DuckDBPyConnection, cluster: str |
         con,
         f"""
         SELECT count(DISTINCT (cluster, node_name)),
-               coalesce(sum(allocated_beyond_allocatable), 0)
+               coalesce(sum(allocated_beyond_allocatable_gpus), 0)
         FROM marts.node_gpu_capacity
-        WHERE allocated_beyond_allocatable > 0 AND {scope()}
+        WHERE allocated_beyond_allocatable_gpus > 0 AND {scope()}
         """,
         cluster,
     )

@@ -72,7 +72,7 @@ def samples_on_known_gpus(con: duckdb.DuckDBPyConnection, cluster: str | None) -
                count(*)
         FROM core.gpu_telemetry_series AS s
         LEFT JOIN core.nodes AS n
-            ON n.cluster = s.cluster AND n.node_name = s.hostname AND n.valid_to IS NULL
+            ON n.cluster = s.cluster AND n.node_name = s.node_name AND n.valid_to IS NULL
         WHERE {scope("s")}
         """,
         cluster,

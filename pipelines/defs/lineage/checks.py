@@ -41,8 +41,8 @@ def training_runs_linked(con: duckdb.DuckDBPyConnection, cluster: str | None) ->
         runs AS (
             SELECT r.*, r.ended_at IS NOT NULL AND r.ended_at < f.since AS before_inventory
             FROM marts.lineage_run_jobs AS r
-            LEFT JOIN first_inventory AS f ON f.cluster = r.kubernetes_cluster
-            WHERE CAST($cluster AS VARCHAR) IS NULL OR r.kubernetes_cluster = $cluster
+            LEFT JOIN first_inventory AS f ON f.cluster = r.cluster
+            WHERE CAST($cluster AS VARCHAR) IS NULL OR r.cluster = $cluster
         )
         SELECT count(*) FILTER (WHERE NOT job_known AND NOT coalesce(before_inventory, false)),
                count(*) FILTER (WHERE NOT job_known AND before_inventory),

@@ -16,9 +16,9 @@ import pytest
 
 from annex.settings import TOPOLOGY_PRESETS, KubernetesSettings, WarehouseSettings
 from collectors.kubernetes import collect_cluster
-from collectors.kubernetes import testing as t
 from collectors.kubernetes.kueue import DISCOVERY_PATH
 from collectors.kubernetes.listing import Lister
+from tests.helpers import kubernetes_api as t
 from warehouse import Warehouse, load_collection
 from warehouse.models.kubernetes import KUBERNETES_MODEL
 

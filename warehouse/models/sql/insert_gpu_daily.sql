@@ -22,6 +22,7 @@ SELECT
     g.gpu_uuid,
     g.day,
     arg_max(g.node_name, g.hour) AS node_name,
+    arg_max(g.nvml_device_name, g.hour) AS nvml_device_name,
     arg_max(g.gpu_model, g.hour) AS gpu_model,
     count(*) AS hours_reporting,
     CAST(sum(g.samples) AS BIGINT) AS samples,

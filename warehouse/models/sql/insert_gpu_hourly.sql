@@ -6,7 +6,8 @@ WITH rows AS (
         u.cluster,
         u.gpu_uuid,
         h.name AS node_name,
-        m.name AS gpu_model,
+        m.name AS nvml_device_name,
+        gm.gpu_model,
         l.pod AS workload_pod,
         l.namespace AS workload_namespace,
         g.*
@@ -15,6 +16,7 @@ WITH rows AS (
     LEFT JOIN util_labels AS l ON l.label_key = g.label_key
     LEFT JOIN util_names AS h ON h.name_key = g.host_key
     LEFT JOIN util_names AS m ON m.name_key = g.model_key
+    LEFT JOIN marts.gpu_models AS gm ON gm.source = 'nvml_device_name' AND gm.spelling = m.name
 )
 SELECT
     cluster,
@@ -22,6 +24,7 @@ SELECT
     hour,
     CAST(hour AS DATE) AS day,
     node_name,
+    nvml_device_name,
     gpu_model,
     samples,
     CASE busy_code WHEN 1 THEN 'gr_engine_active' WHEN 2 THEN 'gpu_util' END AS busy_signal,

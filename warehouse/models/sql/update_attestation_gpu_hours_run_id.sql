@@ -3,8 +3,8 @@ UPDATE marts.attestation_gpu_hours AS h
 SET run_id = (
     SELECT arg_max(r.run_id, coalesce(r.started_at, r.first_event_time))
     FROM core.lineage_runs AS r
-    WHERE r.kubernetes_cluster = h.cluster
-      AND r.kubernetes_namespace = h.namespace
+    WHERE r.cluster = h.cluster
+      AND r.namespace = h.namespace
       AND r.kubernetes_job_name = h.job_name
       AND coalesce(r.started_at, r.first_event_time) < h.day + INTERVAL 1 DAY
       AND (r.ended_at IS NULL OR r.ended_at >= h.day)

@@ -1,0 +1,90 @@
+"""The fleet report's findings are grouped for a reader: one finding per degraded GPU with all
+its slow benchmarks and their evidence, a summary by kind and severity, telemetry the inventory
+did not observe named as such."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from reports.fleet import _by_kind, _degraded_by_gpu, _findings, _summary
+
+
+def measurement(gpu: str, benchmark: str, ratio: float, **extra) -> dict:
+    return {
+        "cluster": "c1",
+        "node_name": "node-1",
+        "gpu_uuid": gpu,
+        "benchmark": benchmark,
+        "dtype": "bf16",
+        "ratio_to_median": ratio,
+        "verdict": "hot",
+        "corroborated": True,
+        "xid_last": None,
+        "max_gpu_temp_c": 88.0,
+        "sm_clock_ratio": 0.8,
+        "measured_at": datetime(2026, 11, 28, 13, 41),
+    } | extra
+
+
+def test_one_finding_per_degraded_gpu_with_every_slow_benchmark() -> None:
+    degraded = [
+        measurement("GPU-1", "gemm", 0.61),
+        measurement("GPU-1", "copy", 0.70, verdict="slow (clock-throttled)"),
+        measurement("GPU-1", "softmax", 0.88, corroborated=False, verdict="slow, no telemetry"),
+        measurement("GPU-1", "triad", 0.65, xid_last=79, max_gpu_temp_c=91.0),
+        measurement("GPU-2", "gemm", 0.80),
+        measurement("GPU-3", "gemm", 0.85, corroborated=False, verdict="slow, no telemetry"),
+    ]
+    gpus = [
+        {k: v.replace("\u00a0", " ") if isinstance(v, str) else v for k, v in g.items()}
+        for g in _degraded_by_gpu(degraded)
+    ]
+    assert [(g["gpu_uuid"], g["measurements"]) for g in gpus] == [
+        ("GPU-1", 4),
+        ("GPU-2", 1),
+        ("GPU-3", 1),
+    ]
+    assert gpus[0]["benchmarks"] == (
+        "copy bf16 70 %, gemm bf16 61 %, softmax bf16 88 %, triad bf16 65 %"
+    )
+    # the verdicts telemetry corroborated name it; the uncorroborated measurement is listed
+    assert gpus[0]["verdict"] == "hot; slow (clock-throttled)"
+    assert (gpus[0]["xid_last"], gpus[0]["max_gpu_temp_c"], gpus[0]["worst_ratio"]) == (
+        79,
+        91.0,
+        0.61,
+    )
+
+    findings = _findings([], [], [], [], [], [], None, [], gpus, [], [], [])
+    degraded_findings = [f for f in findings if f.kind == "Degraded GPU"]
+    assert [(f.severity, f.title.split(" on ")[0]) for f in degraded_findings] == [
+        ("high", "GPU-1"),  # an XID: high
+        ("medium", "GPU-2"),
+        ("medium", "1 GPUs are slow without telemetry corroboration"),
+    ]
+    assert "4 below their cohort's median: copy bf16 70 %, gemm bf16 61 %" in (
+        degraded_findings[0].evidence.replace("\u00a0", " ")
+    )
+    assert "XID 79" in degraded_findings[0].evidence
+    groups = _by_kind(findings)
+    # no asset checks evaluated is a medium finding of its own kind
+    assert _summary(groups) == [
+        {"kind": "Degraded GPU", "total": 3, "high": 1, "medium": 2, "low": 0, "info": 0},
+        {"kind": "Asset check", "total": 1, "high": 0, "medium": 1, "low": 0, "info": 0},
+    ]
+
+
+def test_telemetry_the_inventory_did_not_observe_is_a_finding_not_idle_allocation() -> None:
+    day = datetime(2026, 11, 28).date()
+    current = {
+        "capacity_gpu_hours": 0.0,
+        "telemetry_only_gpu_hours": 7560,
+        "telemetry_only_idle_gpu_hours": 218.0,
+        "unavailable_gpu_hours": 0.0,
+    }
+    findings = _findings([], [], [], [], [day], [], current, [], [], [], [], [])
+    coverage = [f for f in findings if f.kind == "Evidence coverage"]
+    assert len(coverage) == 1
+    assert coverage[0].severity == "high"  # the inventory observed none of the period
+    assert coverage[0].title == "Telemetry covers 7,560 GPU-hours the inventory did not observe"
+    assert "218.0 GPU-hours idle by DCGM alone are shown apart" in coverage[0].evidence
