@@ -1,26 +1,31 @@
 """The collection: every list annex needs, as a stream of Arrow record batches.
 
-``collect_cluster`` lists nodes, pods, jobs, priority classes and events, one cluster-scope
-paged list per resource, one after another (never per-node lists: reference "server
-friendliness"), and yields one ``(table, RecordBatch)`` per page as it arrives, so that memory
-stays bounded by the page size whatever the cluster size. Records it cannot use go to
-``("rejected", batch)``; a final ``("lists", batch)`` says how each list went (snapshot
-resourceVersion, consistency, pages, retries, latency). Table names and schemas: ``schema``.
+``collect_cluster`` lists nodes, pods, jobs, priority classes and events, and Kueue's
+Workloads, ClusterQueues, LocalQueues and ResourceFlavors where the API server serves
+kueue.x-k8s.io (``kueue``), one cluster-scope paged list per resource, one after another
+(never per-node lists: reference "server friendliness"), and yields one
+``(table, RecordBatch)`` per page as it arrives, so that memory stays bounded by the page size
+whatever the cluster size. Records it cannot use go to ``("rejected", batch)``; a final
+``("lists", batch)`` says how each list went (snapshot resourceVersion, consistency, pages,
+retries, latency). Table names and schemas: ``schema``.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import urllib3
 from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
 
 from annex.errors import ClusterAccessError, CollectionError
 from annex.settings import KubernetesSettings
-from collectors.kubernetes import schema
+from collectors.kubernetes import kueue, schema
 from collectors.kubernetes.builder import PageBuilder, read_page
 from collectors.kubernetes.decode import DecodeContext, rejected_batch
 from collectors.kubernetes.listing import (
@@ -33,11 +38,16 @@ from collectors.kubernetes.listing import (
 )
 from collectors.kubernetes.transport import raw_get
 
+_log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class Resource:
     table: str
     api_path: str
+    discovery_path: str | None = None
+    """For an optional API group (a CRD): its discovery document. When the API server does not
+    serve it (404), the list is skipped with a note, never an error."""
 
     def method(self, api: ApiClient) -> ListCall:
         """A paged GET of this list (``limit``/``_continue``), as the lister calls it."""
@@ -63,6 +73,18 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("jobs", "/apis/batch/v1/jobs"),
     Resource("priority_classes", "/apis/scheduling.k8s.io/v1/priorityclasses"),
     Resource("events", "/api/v1/events"),
+    Resource("kueue_workloads", "/apis/kueue.x-k8s.io/v1beta1/workloads", kueue.DISCOVERY_PATH),
+    Resource(
+        "kueue_cluster_queues", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues", kueue.DISCOVERY_PATH
+    ),
+    Resource(
+        "kueue_local_queues", "/apis/kueue.x-k8s.io/v1beta1/localqueues", kueue.DISCOVERY_PATH
+    ),
+    Resource(
+        "kueue_resource_flavors",
+        "/apis/kueue.x-k8s.io/v1beta1/resourceflavors",
+        kueue.DISCOVERY_PATH,
+    ),
 )
 """What annex reads, in order. deploy/rbac.yaml grants exactly these (a test checks)."""
 
@@ -91,7 +113,20 @@ def collect_cluster(
     records: list[ListRecord] = []
     try:
         with PageBuilder(context, in_process=in_process) as builder:
+            served: dict[str, bool] = {}
             for resource in RESOURCES:
+                if resource.discovery_path is not None:
+                    path = resource.discovery_path
+                    if path not in served:
+                        served[path] = group_served(api, path, settings)
+                    if not served[path]:
+                        _log.info(
+                            "cluster %s does not serve %s: %s not collected",
+                            cluster,
+                            path,
+                            resource.table,
+                        )
+                        continue
                 record = ListRecord(
                     resource.table, resource.api_path, settings.page_size, utc_now()
                 )
@@ -108,6 +143,23 @@ def collect_cluster(
         server = api.configuration.host
         raise type(exc)(f"cluster {cluster} ({server}): {exc.message}", hint=exc.hint) from exc
     yield "lists", lists_batch(records)
+
+
+def group_served(api: ApiClient, discovery_path: str, settings: KubernetesSettings) -> bool:
+    """Whether the API server serves an optional group version (its discovery answers 200).
+
+    404 means the CRDs are not installed: the caller skips their lists. Any other failure is
+    left to the list itself, which retries and reports it as for every resource.
+    """
+    timeout = (settings.connect_timeout_seconds, settings.request_timeout_seconds)
+    try:
+        response = raw_get(api, discovery_path, [], timeout=timeout)
+    except ApiException as exc:
+        return exc.status != 404
+    except (urllib3.exceptions.HTTPError, OSError):
+        return True
+    response.release_conn()
+    return True
 
 
 def lists_batch(records: list[ListRecord]) -> pa.RecordBatch:

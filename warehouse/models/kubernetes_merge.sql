@@ -151,3 +151,7 @@ DROP TABLE k8s_snapshot_pods;
 DROP TABLE k8s_snapshot_jobs;
 DROP TABLE k8s_snapshot_priority_classes;
 DROP TABLE k8s_snapshot_events;
+DROP TABLE k8s_snapshot_kueue_workloads;
+DROP TABLE k8s_snapshot_kueue_cluster_queues;
+DROP TABLE k8s_snapshot_kueue_local_queues;
+DROP TABLE k8s_snapshot_kueue_resource_flavors;

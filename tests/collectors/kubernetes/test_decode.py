@@ -270,6 +270,10 @@ def test_schemas_cover_every_yielded_table():
         "jobs",
         "priority_classes",
         "events",
+        "kueue_workloads",
+        "kueue_cluster_queues",
+        "kueue_local_queues",
+        "kueue_resource_flavors",
         "rejected",
         "lists",
     }
