@@ -7,7 +7,7 @@ Tables (created by ``migrations/0002_kubernetes.sql``, every core/marts column c
   ``core.pods``, ``core.jobs``, ``core.priority_classes``, ``core.events`` (current state per
   object, ``present``/``vanished_at``), ``core.gpu_allocations`` (intervals).
 * ``raw.kubernetes_kueue_*`` and ``core.kueue_{workloads,cluster_queues,local_queues,
-  resource_flavors}`` (``migrations/0028_kueue.sql``): current state, merged like ``core.jobs``.
+  resource_flavors}`` (``migrations/0025_kueue.sql``): current state, merged like ``core.jobs``.
 * ``audit.kubernetes_lists``: each list of each collection (snapshot RV, consistency, latency).
 * ``marts.node_gpu_capacity``, ``marts.fleet_gpu_by_{model,pool,domain,namespace}``,
   ``marts.fleet_summary``.

@@ -1,4 +1,4 @@
--- 0028: Kueue (issue 38): who waits for GPUs, and how each team's ClusterQueue quota is used.
+-- 0025: Kueue (issue 38): who waits for GPUs, and how each team's ClusterQueue quota is used.
 -- raw.kubernetes_kueue_*: kept fields, a row per change (the history); core.kueue_*: current state,
 -- merged like core.jobs (warehouse/models/kubernetes.py CURRENT_STATE_TABLES). Empty on clusters
 -- without Kueue (the collector skips the group when the API server does not serve it).
