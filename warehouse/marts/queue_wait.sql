@@ -3,9 +3,18 @@ CREATE OR REPLACE VIEW marts.queue_wait AS
 WITH clock AS (
     SELECT coalesce(getvariable('as_of'), CAST(timezone('UTC', now()) AS TIMESTAMP)) AS now
 ),
+seen AS (
+    -- The evidence horizon per cluster: a workload still queued at the latest successful
+    -- inventory is known to wait until then, not beyond (no wait grows while annex is not
+    -- collecting).
+    SELECT cluster, max(started_at) AS last_seen_at
+    FROM audit.collections
+    WHERE source = 'kubernetes' AND status = 'succeeded'
+    GROUP BY cluster
+),
 waits AS (
     -- Each workload's wait: from submission (or its last eviction) to admission; one still
-    -- waiting waits until now (or until it vanished from the cluster).
+    -- waiting waits until the latest inventory that saw it (or until it vanished).
     SELECT
         w.cluster,
         w.namespace,
@@ -15,9 +24,12 @@ waits AS (
         w.requested_gpus,
         w.queued_from,
         w.queued_to,
-        coalesce(w.queued_to, w.vanished_at, clock.now) AS wait_end
+        coalesce(
+            w.queued_to, w.vanished_at, least(clock.now, coalesce(seen.last_seen_at, clock.now))
+        ) AS wait_end
     FROM core.kueue_workloads AS w
     CROSS JOIN clock
+    LEFT JOIN seen ON seen.cluster = w.cluster
     LEFT JOIN core.kueue_local_queues AS l
         ON l.cluster = w.cluster AND l.namespace = w.namespace AND l.local_queue = w.local_queue
     WHERE w.queued_from IS NOT NULL AND w.state <> 'inactive'
@@ -81,4 +93,4 @@ COMMENT ON COLUMN marts.queue_wait.wait_p50_seconds IS
 COMMENT ON COLUMN marts.queue_wait.wait_p95_seconds IS
     '95th-percentile wait to admission, in seconds, of the workloads admitted during the day (quantile_disc); NULL when none was.';
 COMMENT ON COLUMN marts.queue_wait.longest_wait_seconds IS
-    'Longest wait, in seconds, among the day''s waiting workloads, counted to admission or to the day''s end (today: now), whichever is first.';
+    'Longest wait, in seconds, among the day''s waiting workloads, counted to admission or to the day''s end, whichever is first; a workload still queued is counted only up to the latest successful inventory of its cluster (never beyond the evidence).';

@@ -8,6 +8,7 @@ expected figures are worked by hand in the comments, not computed by annex's cod
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -245,3 +246,23 @@ def test_a_cluster_without_kueue_is_collected_as_before(warehouse):
     ]  # fmt: skip
     assert query(warehouse, "SELECT count(*) FROM core.kueue_workloads") == [(0,)]
     assert query(warehouse, "SELECT count(*) FROM marts.queue_wait") == [(0,)]
+
+
+def test_a_workload_still_queued_waits_only_up_to_the_latest_inventory(warehouse):
+    """Evidence, not extrapolation: annex saw the workload queued at its last inventory, and
+    knows nothing after. With the report's clock a month later, the wait still ends at that
+    inventory: no day after it is counted, and the longest wait is the one seen."""
+    load(warehouse, t.FakeCluster(kueue_world([workload("q", "2026-11-01T00:00:00Z")])))
+    con = duckdb.connect(str(warehouse.settings.path), read_only=True)
+    try:
+        (seen,) = con.execute(
+            "SELECT max(started_at) FROM audit.collections WHERE source = 'kubernetes'"
+        ).fetchone()
+        con.execute("SET VARIABLE as_of = TIMESTAMP '2099-01-01 00:00:00'")
+        last_day, longest = con.execute(
+            "SELECT max(day), arg_max(longest_wait_seconds, day) FROM marts.queue_wait"
+        ).fetchone()
+    finally:
+        con.close()
+    assert last_day == seen.date()
+    assert longest == pytest.approx((seen - datetime(2026, 11, 1)).total_seconds(), abs=1e-3)
