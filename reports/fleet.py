@@ -287,6 +287,41 @@ QUERIES = (
         ORDER BY failures DESC, check_name, asset, severity
         """,
     ),
+    EvidenceQuery(
+        "queues",
+        "Who waited for GPUs, per team (namespace) and Kueue ClusterQueue over the period "
+        "(marts.queue_wait): workloads that waited, workloads admitted, the worst day's median "
+        "and 95th-percentile wait to admission, the most GPUs still queued at a day's end, and "
+        "the longest wait. Empty where Kueue does not run.",
+        """
+        SELECT cluster, namespace, cluster_queue,
+               count(*) FILTER (WHERE waiting_workloads > 0) AS days_with_waiting,
+               max(waiting_workloads) AS waiting_workloads_max,
+               sum(admitted_workloads) AS admitted_workloads,
+               max(wait_p50_seconds) / 3600.0 AS wait_p50_hours_max,
+               max(wait_p95_seconds) / 3600.0 AS wait_p95_hours_max,
+               max(queued_gpus) AS queued_gpus_max,
+               max(longest_wait_seconds) / 3600.0 AS longest_wait_hours
+        FROM marts.queue_wait
+        WHERE day >= $start AND day < $end
+        GROUP BY cluster, namespace, cluster_queue
+        ORDER BY wait_p95_hours_max DESC NULLS LAST, queued_gpus_max DESC, cluster, namespace,
+                 cluster_queue
+        """,
+    ),
+    EvidenceQuery(
+        "queue_quota",
+        "GPU quota of each Kueue ClusterQueue and flavor at the latest inventory "
+        "(marts.queue_quota): nominal quota, borrowing limit, GPUs in use and borrowed from "
+        "the cohort above the nominal quota.",
+        """
+        SELECT cluster, cluster_queue, cohort, flavor, resource_name, nominal_gpus,
+               coalesce(CAST(borrowing_limit_gpus AS VARCHAR), 'no limit') AS borrowing_limit,
+               used_gpus, borrowed_gpus, pending_workloads
+        FROM marts.queue_quota
+        ORDER BY cluster, cluster_queue, flavor, resource_name
+        """,
+    ),
 )
 
 SECTIONS = (
@@ -298,6 +333,7 @@ SECTIONS = (
     Section("degraded", "Degraded GPUs"),
     Section("blast", "Blast radius per failure domain"),
     Section("checks", "Asset-check outcomes"),
+    Section("queues", "Queues and waiting (Kueue)"),
 )
 
 KPI_ROWS = (
@@ -386,6 +422,7 @@ def build(evidence: Evidence) -> dict[str, Any]:
     fleet_now = evidence.records("fleet_now")
     blast = evidence.records("blast_radius")
     checks = evidence.records("checks")
+    queues = evidence.records("queues")
 
     gap_days = [row["day"] for row in daily if not row["capacity_gpu_hours"]]
     thin_days = [
@@ -493,6 +530,9 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "blast": blast[:TOP],
         "blast_total": len(blast),
         "checks": checks,
+        "queues": queues[:TOP],
+        "queues_total": len(queues),
+        "queue_quota": evidence.records("queue_quota"),
     }
 
 

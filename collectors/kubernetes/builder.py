@@ -32,6 +32,7 @@ import pyarrow as pa
 from annex.errors import CollectionError
 from collectors.kubernetes import objects
 from collectors.kubernetes.decode import DECODERS, DecodeContext, Rejection, ResourceDecoder
+from collectors.kubernetes.kueue import KUEUE_DECODERS
 from collectors.kubernetes.text import needs_split, split_page
 from collectors.workers import die_with_parent
 
@@ -39,6 +40,8 @@ if TYPE_CHECKING:  # the worker process must not import the kubernetes client
     from collectors.kubernetes.listing import Page
 
 Built = tuple[pa.RecordBatch, list[Rejection]]
+
+_ALL_DECODERS = {**DECODERS, **KUEUE_DECODERS}
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ class _Decoders:
     def build(self, table: str, body: bytes, attempt: int) -> Built:
         decoder = self.by_table.get(table)
         if decoder is None:
-            decoder = self.by_table[table] = DECODERS[table](self.context)
+            decoder = self.by_table[table] = _ALL_DECODERS[table](self.context)
         return decoder.build(decoder.decode(body), attempt)
 
 

@@ -1,27 +1,32 @@
 """The collection: every list annex needs, as a stream of Arrow record batches.
 
-``collect_cluster`` lists nodes, pods, jobs, priority classes, events and, where the API
-server serves ``resource.k8s.io/v1`` (DRA), ResourceSlices and ResourceClaims, one
-cluster-scope paged list per resource, one after another (never per-node lists: reference "server
-friendliness"), and yields one ``(table, RecordBatch)`` per page as it arrives, so that memory
-stays bounded by the page size whatever the cluster size. Records it cannot use go to
-``("rejected", batch)``; a final ``("lists", batch)`` says how each list went (snapshot
-resourceVersion, consistency, pages, retries, latency). Table names and schemas: ``schema``.
+``collect_cluster`` lists nodes, pods, jobs, priority classes and events, Kueue's
+Workloads, ClusterQueues, LocalQueues and ResourceFlavors where the API server serves
+kueue.x-k8s.io (``kueue``), and DRA's ResourceSlices and ResourceClaims where it serves
+resource.k8s.io/v1, one cluster-scope paged list per resource, one after another
+(never per-node lists: reference "server friendliness"), and yields one
+``(table, RecordBatch)`` per page as it arrives, so that memory stays bounded by the page size
+whatever the cluster size. Records it cannot use go to ``("rejected", batch)``; a final
+``("lists", batch)`` says how each list went (snapshot resourceVersion, consistency, pages,
+retries, latency). Table names and schemas: ``schema``.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import urllib3
 from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
 
 from annex.errors import ClusterAccessError, CollectionError
 from annex.settings import KubernetesSettings
-from collectors.kubernetes import schema
+from collectors.kubernetes import kueue, schema
 from collectors.kubernetes.builder import PageBuilder, read_page
 from collectors.kubernetes.decode import DecodeContext, rejected_batch
 from collectors.kubernetes.listing import (
@@ -29,20 +34,24 @@ from collectors.kubernetes.listing import (
     Lister,
     ListRecord,
     ListStats,
-    ResourceNotServed,
     latency_summary,
     utc_now,
 )
 from collectors.kubernetes.transport import raw_get
+
+_log = logging.getLogger(__name__)
+
+DRA_DISCOVERY_PATH = "/apis/resource.k8s.io/v1"
+"""Discovery of DRA's GA API version: 404 before Kubernetes 1.34 (or with the group off)."""
 
 
 @dataclass(frozen=True)
 class Resource:
     table: str
     api_path: str
-    optional: bool = False
-    """Skipped, with a note in ``lists``, when the API server does not serve it (404): an
-    API group that older clusters lack. Never an error."""
+    discovery_path: str | None = None
+    """For an optional API group (a CRD): its discovery document. When the API server does not
+    serve it (404), the list is skipped with a note, never an error."""
 
     def method(self, api: ApiClient) -> ListCall:
         """A paged GET of this list (``limit``/``_continue``), as the lister calls it."""
@@ -68,9 +77,22 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("jobs", "/apis/batch/v1/jobs"),
     Resource("priority_classes", "/apis/scheduling.k8s.io/v1/priorityclasses"),
     Resource("events", "/api/v1/events"),
-    # DRA (GA in Kubernetes 1.34): devices the drivers publish, and who holds them.
-    Resource("resource_slices", "/apis/resource.k8s.io/v1/resourceslices", optional=True),
-    Resource("resource_claims", "/apis/resource.k8s.io/v1/resourceclaims", optional=True),
+    Resource("kueue_workloads", "/apis/kueue.x-k8s.io/v1beta1/workloads", kueue.DISCOVERY_PATH),
+    Resource(
+        "kueue_cluster_queues", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues", kueue.DISCOVERY_PATH
+    ),
+    Resource(
+        "kueue_local_queues", "/apis/kueue.x-k8s.io/v1beta1/localqueues", kueue.DISCOVERY_PATH
+    ),
+    Resource(
+        "kueue_resource_flavors",
+        "/apis/kueue.x-k8s.io/v1beta1/resourceflavors",
+        kueue.DISCOVERY_PATH,
+    ),
+    # DRA (resource.k8s.io/v1, GA in Kubernetes 1.34): the devices drivers publish, and the
+    # claims that hold them; older API servers do not serve the group and are skipped.
+    Resource("resource_slices", "/apis/resource.k8s.io/v1/resourceslices", DRA_DISCOVERY_PATH),
+    Resource("resource_claims", "/apis/resource.k8s.io/v1/resourceclaims", DRA_DISCOVERY_PATH),
 )
 """What annex reads, in order. deploy/rbac.yaml grants exactly these (a test checks)."""
 
@@ -99,36 +121,53 @@ def collect_cluster(
     records: list[ListRecord] = []
     try:
         with PageBuilder(context, in_process=in_process) as builder:
+            served: dict[str, bool] = {}
             for resource in RESOURCES:
+                if resource.discovery_path is not None:
+                    path = resource.discovery_path
+                    if path not in served:
+                        served[path] = group_served(api, path, settings)
+                    if not served[path]:
+                        _log.info(
+                            "cluster %s does not serve %s: %s not collected",
+                            cluster,
+                            path,
+                            resource.table,
+                        )
+                        continue
                 record = ListRecord(
                     resource.table, resource.api_path, settings.page_size, utc_now()
                 )
                 records.append(record)
                 read = functools.partial(read_page, resource=resource.table)
                 pages = lister.pages(resource.method(api), record, read, on_page)
-                try:
-                    for batch, rejected in builder.build(resource.table, pages):
-                        if batch.num_rows:
-                            yield resource.table, batch
-                        if rejected:
-                            record.rejected += len(rejected)
-                            yield "rejected", rejected_batch(rejected)
-                except ResourceNotServed as absent:
-                    if not resource.optional:
-                        raise
-                    skip(record, absent)
+                for batch, rejected in builder.build(resource.table, pages):
+                    if batch.num_rows:
+                        yield resource.table, batch
+                    if rejected:
+                        record.rejected += len(rejected)
+                        yield "rejected", rejected_batch(rejected)
     except (ClusterAccessError, CollectionError) as exc:
         server = api.configuration.host
         raise type(exc)(f"cluster {cluster} ({server}): {exc.message}", hint=exc.hint) from exc
     yield "lists", lists_batch(records)
 
 
-def skip(record: ListRecord, absent: ResourceNotServed) -> None:
-    """Record an optional resource the server does not serve: no rows, and the reason. The
-    answer is a consistent one (the server has no such objects), so the snapshot's consistency
-    and the fleet figures are those of a cluster without DRA."""
-    record.finished_at = utc_now()
-    record.skipped_reason = f"{absent.message}; skipped (optional resource)"
+def group_served(api: ApiClient, discovery_path: str, settings: KubernetesSettings) -> bool:
+    """Whether the API server serves an optional group version (its discovery answers 200).
+
+    404 means the CRDs are not installed: the caller skips their lists. Any other failure is
+    left to the list itself, which retries and reports it as for every resource.
+    """
+    timeout = (settings.connect_timeout_seconds, settings.request_timeout_seconds)
+    try:
+        response = raw_get(api, discovery_path, [], timeout=timeout)
+    except ApiException as exc:
+        return exc.status != 404
+    except (urllib3.exceptions.HTTPError, OSError):
+        return True
+    response.release_conn()
+    return True
 
 
 def lists_batch(records: list[ListRecord]) -> pa.RecordBatch:
@@ -154,7 +193,6 @@ def lists_batch(records: list[ListRecord]) -> pa.RecordBatch:
             pa.array([s[1] for s in summaries], pa.float64()),
             pa.array([s[2] for s in summaries], pa.float64()),
             pa.array([sum(r.latencies) for r in records], pa.float64()),
-            pa.array([r.skipped_reason for r in records], pa.string()),
         ],
         schema=schema.LISTS,
     )

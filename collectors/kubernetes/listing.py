@@ -48,7 +48,7 @@ from collectors.kubernetes import objects
 
 RBAC_HINT = (
     "annex needs get/list/watch on nodes, pods, events, jobs, priorityclasses, resourceslices "
-    "and resourceclaims: apply "
+    "and resourceclaims (and Kueue's objects where installed): apply "
     "deploy/rbac.yaml (ClusterRole annex-reader) and bind it to the identity in your kubeconfig"
 )
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -91,8 +91,6 @@ class ListRecord:
     retries: int = 0
     response_bytes: int = 0
     finished_at: datetime | None = None
-    skipped_reason: str | None = None
-    """Why an optional resource was not listed (the server does not serve it)."""
     latencies: list[float] = field(default_factory=list)
     """Seconds per request (including reading the body), failed ones too."""
 
@@ -104,12 +102,6 @@ class Page(Generic[T]):
     attempt: int
     """0 for the first pass over the list, +1 for each restart after a 410."""
     decoded: T
-
-
-class ResourceNotServed(CollectionError):
-    """The API server answered 404 for the list itself: it does not serve this resource (an
-    API group it lacks, e.g. ``resource.k8s.io/v1`` before Kubernetes 1.34). The collector
-    skips optional resources on it; for the core ones it is an ordinary ``CollectionError``."""
 
 
 class _Expired(Exception):
@@ -243,12 +235,6 @@ class Lister:
                     ) from None
                 if status == 410:
                     raise _Expired(_status_continue(exc)) from None
-                if status == 404 and number == 1 and token is None:
-                    raise ResourceNotServed(
-                        f"listing {record.resource} page {number} failed: {status} "
-                        f"{exc.reason}: the API server does not serve {record.api_path}",
-                        hint="check that the API server serves " + record.api_path,
-                    ) from None
                 if status not in RETRYABLE_STATUSES:
                     raise CollectionError(
                         f"listing {record.resource} page {number} failed: {status} {exc.reason}: "

@@ -236,6 +236,95 @@ RESOURCE_CLAIMS = pa.schema(
     ]
 )
 
+FLAVOR_GPUS = pa.struct(
+    [("flavor", pa.string()), ("resource_name", pa.string()), ("gpus", pa.int64())]
+)
+QUEUE_QUOTA = pa.struct(
+    [
+        ("flavor", pa.string()),
+        ("resource_name", pa.string()),
+        ("is_gpu", pa.bool_()),
+        ("nominal_quota", pa.float64()),
+        ("borrowing_limit", pa.float64()),
+        ("lending_limit", pa.float64()),
+        ("used", pa.float64()),
+        ("borrowed", pa.float64()),
+    ]
+)
+
+KUEUE_WORKLOADS = pa.schema(
+    [
+        ("workload_uid", pa.string()),
+        ("namespace", pa.string()),
+        ("workload_name", pa.string()),
+        ("resource_version", pa.string()),
+        ("creation_timestamp", TIMESTAMP),
+        ("labels", LABELS),
+        ("local_queue", pa.string()),
+        ("cluster_queue", pa.string()),
+        ("owner_kind", pa.string()),
+        ("owner_name", pa.string()),
+        ("priority_class_name", pa.string()),
+        ("priority", pa.int32()),
+        ("gpu_requests", pa.list_(GPU_REQUEST)),
+        ("requested_gpus", pa.int64()),
+        ("admitted_gpus_by_flavor", pa.list_(FLAVOR_GPUS)),
+        ("state", pa.string()),
+        ("quota_reserved_at", TIMESTAMP),
+        ("admitted_at", TIMESTAMP),
+        ("evicted_at", TIMESTAMP),
+        ("eviction_reason", pa.string()),
+        ("preempted_at", TIMESTAMP),
+        ("preemption_reason", pa.string()),
+        ("finished_at", TIMESTAMP),
+        ("queued_from", TIMESTAMP),
+        ("queued_to", TIMESTAMP),
+        ("admitted_from", TIMESTAMP),
+        ("admitted_to", TIMESTAMP),
+        ("list_attempt", pa.int32()),
+    ]
+)
+
+KUEUE_CLUSTER_QUEUES = pa.schema(
+    [
+        ("cluster_queue_uid", pa.string()),
+        ("cluster_queue", pa.string()),
+        ("resource_version", pa.string()),
+        ("creation_timestamp", TIMESTAMP),
+        ("cohort", pa.string()),
+        ("queueing_strategy", pa.string()),
+        ("pending_workloads", pa.int32()),
+        ("admitted_workloads", pa.int32()),
+        ("quotas", pa.list_(QUEUE_QUOTA)),
+        ("list_attempt", pa.int32()),
+    ]
+)
+
+KUEUE_LOCAL_QUEUES = pa.schema(
+    [
+        ("local_queue_uid", pa.string()),
+        ("namespace", pa.string()),
+        ("local_queue", pa.string()),
+        ("resource_version", pa.string()),
+        ("creation_timestamp", TIMESTAMP),
+        ("cluster_queue", pa.string()),
+        ("pending_workloads", pa.int32()),
+        ("admitted_workloads", pa.int32()),
+        ("list_attempt", pa.int32()),
+    ]
+)
+
+KUEUE_RESOURCE_FLAVORS = pa.schema(
+    [
+        ("resource_flavor_uid", pa.string()),
+        ("flavor", pa.string()),
+        ("resource_version", pa.string()),
+        ("creation_timestamp", TIMESTAMP),
+        ("node_labels", LABELS),
+        ("list_attempt", pa.int32()),
+    ]
+)
+
 REJECTED = pa.schema(
     [
         ("locator", pa.string()),
@@ -265,7 +354,6 @@ LISTS = pa.schema(
         ("latency_p50_seconds", pa.float64()),
         ("latency_p99_seconds", pa.float64()),
         ("latency_total_seconds", pa.float64()),
-        ("skipped_reason", pa.string()),
     ]
 )
 
@@ -275,6 +363,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     "jobs": JOBS,
     "priority_classes": PRIORITY_CLASSES,
     "events": EVENTS,
+    "kueue_workloads": KUEUE_WORKLOADS,
+    "kueue_cluster_queues": KUEUE_CLUSTER_QUEUES,
+    "kueue_local_queues": KUEUE_LOCAL_QUEUES,
+    "kueue_resource_flavors": KUEUE_RESOURCE_FLAVORS,
     "resource_slices": RESOURCE_SLICES,
     "resource_claims": RESOURCE_CLAIMS,
     "rejected": REJECTED,

@@ -8,6 +8,8 @@ Tables (created by ``migrations/0002_kubernetes.sql``, every core/marts column c
   ``core.pods``, ``core.jobs``, ``core.priority_classes``, ``core.events``, ``core.dra_claims``
   (current state per object, ``present``/``vanished_at``), ``core.dra_devices`` (DRA devices,
   slowly changing), ``core.gpu_allocations`` (intervals).
+* ``raw.kubernetes_kueue_*`` and ``core.kueue_{workloads,cluster_queues,local_queues,
+  resource_flavors}`` (``migrations/0025_kueue.sql``): current state, merged like ``core.jobs``.
 * ``audit.kubernetes_lists``: each list of each collection (snapshot RV, consistency, latency).
 * ``marts.node_gpu_capacity``, ``marts.fleet_gpu_by_{model,pool,domain,namespace}``,
   ``marts.fleet_summary``.
@@ -30,6 +32,10 @@ CURRENT_STATE_TABLES: dict[str, str] = {
     "jobs": "job_uid",
     "priority_classes": "priority_class_uid",
     "events": "event_uid",
+    "kueue_workloads": "workload_uid",
+    "kueue_cluster_queues": "cluster_queue_uid",
+    "kueue_local_queues": "local_queue_uid",
+    "kueue_resource_flavors": "resource_flavor_uid",
     "resource_claims": "claim_uid",
 }
 """Tables kept as one current row per object: table name -> key column."""

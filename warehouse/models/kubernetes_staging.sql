@@ -141,8 +141,7 @@ CREATE TEMP TABLE stage_lists (
     latency_max_seconds DOUBLE,
     latency_p50_seconds DOUBLE,
     latency_p99_seconds DOUBLE,
-    latency_total_seconds DOUBLE,
-    skipped_reason VARCHAR
+    latency_total_seconds DOUBLE
 );
 
 CREATE TEMP TABLE stage_resource_slices (
@@ -171,5 +170,72 @@ CREATE TEMP TABLE stage_resource_claims (
     allocated BOOLEAN,
     results STRUCT(request VARCHAR, driver VARCHAR, dra_pool VARCHAR, device VARCHAR)[],
     reserved_for_pod_uids VARCHAR[],
+    list_attempt INTEGER
+);
+
+-- Kueue (collectors/kubernetes/kueue.py): listed only where the API server serves kueue.x-k8s.io.
+
+CREATE TEMP TABLE stage_kueue_workloads (
+    workload_uid VARCHAR,
+    namespace VARCHAR,
+    workload_name VARCHAR,
+    resource_version VARCHAR,
+    creation_timestamp TIMESTAMP,
+    labels MAP(VARCHAR, VARCHAR),
+    local_queue VARCHAR,
+    cluster_queue VARCHAR,
+    owner_kind VARCHAR,
+    owner_name VARCHAR,
+    priority_class_name VARCHAR,
+    priority INTEGER,
+    gpu_requests STRUCT(resource_name VARCHAR, gpus BIGINT)[],
+    requested_gpus BIGINT,
+    admitted_gpus_by_flavor STRUCT(flavor VARCHAR, resource_name VARCHAR, gpus BIGINT)[],
+    state VARCHAR,
+    quota_reserved_at TIMESTAMP,
+    admitted_at TIMESTAMP,
+    evicted_at TIMESTAMP,
+    eviction_reason VARCHAR,
+    preempted_at TIMESTAMP,
+    preemption_reason VARCHAR,
+    finished_at TIMESTAMP,
+    queued_from TIMESTAMP,
+    queued_to TIMESTAMP,
+    admitted_from TIMESTAMP,
+    admitted_to TIMESTAMP,
+    list_attempt INTEGER
+);
+
+CREATE TEMP TABLE stage_kueue_cluster_queues (
+    cluster_queue_uid VARCHAR,
+    cluster_queue VARCHAR,
+    resource_version VARCHAR,
+    creation_timestamp TIMESTAMP,
+    cohort VARCHAR,
+    queueing_strategy VARCHAR,
+    pending_workloads INTEGER,
+    admitted_workloads INTEGER,
+    quotas STRUCT(flavor VARCHAR, resource_name VARCHAR, is_gpu BOOLEAN, nominal_quota DOUBLE, borrowing_limit DOUBLE, lending_limit DOUBLE, used DOUBLE, borrowed DOUBLE)[],
+    list_attempt INTEGER
+);
+
+CREATE TEMP TABLE stage_kueue_local_queues (
+    local_queue_uid VARCHAR,
+    namespace VARCHAR,
+    local_queue VARCHAR,
+    resource_version VARCHAR,
+    creation_timestamp TIMESTAMP,
+    cluster_queue VARCHAR,
+    pending_workloads INTEGER,
+    admitted_workloads INTEGER,
+    list_attempt INTEGER
+);
+
+CREATE TEMP TABLE stage_kueue_resource_flavors (
+    resource_flavor_uid VARCHAR,
+    flavor VARCHAR,
+    resource_version VARCHAR,
+    creation_timestamp TIMESTAMP,
+    node_labels MAP(VARCHAR, VARCHAR),
     list_attempt INTEGER
 );

@@ -1,5 +1,6 @@
 """DRA objects (resource.k8s.io/v1): ResourceSlices' devices and ResourceClaims' allocations
-decoded into the collector's tables, and API servers without DRA skipped, never an error."""
+decoded into the collector's tables; API servers without DRA are not listed for it, never an
+error."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import json
 
 import pytest
 
-from annex.errors import CollectionError
 from annex.settings import TOPOLOGY_PRESETS, KubernetesSettings
 from collectors.kubernetes import RESOURCES, collect_cluster
+from collectors.kubernetes.collect import DRA_DISCOVERY_PATH
 from collectors.kubernetes.decode import DecodeContext, ResourceClaimDecoder, ResourceSliceDecoder
 from tests.helpers import kubernetes_api as t
 from tests.helpers.dra_objects import GPU, channel, claim, gpu, mig, resource_slice
@@ -109,23 +110,20 @@ def collect(fake: t.FakeCluster, **settings: int) -> list:
     )
 
 
-def test_an_api_server_without_resource_k8s_io_v1_is_skipped_with_a_note() -> None:
-    core = {r.api_path: [] for r in RESOURCES if not r.optional}
-    batches = collect(t.FakeCluster(core))  # the fake answers 404 for DRA's paths
+def served(paths: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Every list path plus DRA's discovery document (the fake answers 404 for the rest)."""
+    return {DRA_DISCOVERY_PATH: []} | paths
+
+
+def test_an_api_server_without_resource_k8s_io_v1_is_not_listed_for_dra() -> None:
+    fake = t.FakeCluster({r.api_path: [] for r in RESOURCES})  # no discovery: 404
+    batches = collect(fake)
     table, lists = batches[-1]
     assert table == "lists"
-    rows = {row["resource"]: row for row in lists.to_pylist()}
-    for resource in ("resource_slices", "resource_claims"):
-        assert "does not serve" in rows[resource]["skipped_reason"]
-        assert rows[resource]["consistent"] is True  # the server has none: no effect on figures
-        assert rows[resource]["items"] == 0
-    assert rows["pods"]["skipped_reason"] is None
-
-
-def test_a_core_resource_the_server_does_not_serve_is_still_an_error() -> None:
-    paths = {r.api_path: [] for r in RESOURCES if r.table != "jobs"}
-    with pytest.raises(CollectionError, match="does not serve /apis/batch/v1/jobs"):
-        collect(t.FakeCluster(paths))
+    listed = {row["resource"] for row in lists.to_pylist()}
+    assert "pods" in listed
+    assert not listed & {"resource_slices", "resource_claims"}
+    assert SLICES not in {path for path, _ in fake.requests}
 
 
 def test_dra_objects_are_collected_page_by_page() -> None:
@@ -134,7 +132,7 @@ def test_dra_objects_are_collected_page_by_page() -> None:
         resource_slice(f"s{i}", f"n{i}", GPU, [gpu("gpu-0", f"GPU-{i}")]) for i in range(5)
     ]
     paths[CLAIMS] = [claim(f"c{i}", [("g", GPU, f"n{i}", "gpu-0")], [f"p{i}"]) for i in range(3)]
-    fake = t.FakeCluster(paths)
+    fake = t.FakeCluster(served(paths))
     batches = collect(fake, page_size=2)
     pages = {row["resource"]: row["pages"] for row in batches[-1][1].to_pylist()}
     assert (pages["resource_slices"], pages["resource_claims"]) == (3, 2)

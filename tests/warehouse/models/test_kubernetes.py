@@ -216,8 +216,7 @@ def test_loading_the_same_snapshot_twice_changes_nothing(warehouse):
     before = snapshot(warehouse)
     load(warehouse, fake)
     assert snapshot(warehouse) == before
-    # 7 lists per collection: the 5 core resources and DRA's 2 (skipped: the fake serves none)
-    assert query(warehouse, "SELECT count(*) FROM audit.kubernetes_lists") == [(14,)]
+    assert query(warehouse, "SELECT count(*) FROM audit.kubernetes_lists") == [(10,)]
 
 
 def test_changes_append_history_and_deletions_close_intervals(warehouse):

@@ -10,6 +10,7 @@ import pytest
 
 from annex.settings import TOPOLOGY_PRESETS, KubernetesSettings, WarehouseSettings
 from collectors.kubernetes import RESOURCES, collect_cluster
+from collectors.kubernetes.collect import DRA_DISCOVERY_PATH
 from collectors.kubernetes.listing import Lister
 from tests.helpers import kubernetes_api as t
 from tests.helpers.dra_objects import GPU, channel, claim, gpu, mig, resource_slice
@@ -23,6 +24,7 @@ IMEX = "compute-domain.nvidia.com"
 
 def world() -> dict[str, list[dict]]:
     objects: dict[str, list[dict]] = {r.api_path: [] for r in RESOURCES}
+    objects[DRA_DISCOVERY_PATH] = []  # the API server serves resource.k8s.io/v1
     objects[SLICES] = [
         resource_slice("s-h", "h1", GPU, [gpu(f"gpu-{i}", f"GPU-h{i}") for i in range(4)]),
         resource_slice("s-a", "a1", GPU, [mig(f"gpu-4-mig-1g10gb-{i}", "GPU-a4", "1g.10gb")
@@ -154,12 +156,19 @@ def test_device_changes_make_versions_and_vanished_slices_close_them(warehouse) 
     ) == [(0,)]
 
 
-def test_a_cluster_without_dra_loads_no_dra_rows_and_notes_the_skip(warehouse) -> None:
-    objects = {r.api_path: [] for r in RESOURCES if not r.optional}  # 404 for resource.k8s.io
-    load(warehouse, objects)
+def test_a_cluster_without_dra_loads_no_dra_rows(warehouse) -> None:
+    load(warehouse, {r.api_path: [] for r in RESOURCES})  # discovery answers 404
     assert query(warehouse, "SELECT count(*) FROM core.dra_devices") == [(0,)]
-    skipped = query(
-        warehouse,
-        "SELECT resource FROM audit.kubernetes_lists WHERE skipped_reason IS NOT NULL ORDER BY 1",
-    )
-    assert skipped == [("resource_claims",), ("resource_slices",)]
+    assert query(warehouse, "SELECT count(*) FROM core.dra_claims") == [(0,)]
+    listed = query(warehouse, "SELECT DISTINCT resource FROM audit.kubernetes_lists")
+    assert not {r[0] for r in listed} & {"resource_slices", "resource_claims"}
+
+
+def test_a_cluster_that_stops_serving_dra_closes_no_devices(warehouse) -> None:
+    """A cluster that stops serving DRA (404 discovery) is not listed for it: nothing is
+    taken as removed."""
+    load(warehouse, world())
+    load(warehouse, {r.api_path: [] for r in RESOURCES})
+    assert query(warehouse, "SELECT count(*) FROM core.dra_devices WHERE valid_to IS NULL") == [
+        (10,)
+    ]

@@ -1,4 +1,4 @@
--- 0027 DRA (resource.k8s.io/v1, issue 38 item 2, first part): the devices DRA drivers publish
+-- 0026 DRA (resource.k8s.io/v1, issue 38 item 2, first part): the devices DRA drivers publish
 -- in ResourceSlices and the ResourceClaims that hold them, collected like the other resources.
 --   raw.kubernetes_resource_slices / raw.kubernetes_resource_claims: kept fields, a row per
 --     change (content_hash differs from the object's latest version).
@@ -6,8 +6,8 @@
 --     joined to its physical GPU by gpu_uuid (a MIG device's parentUUID).
 --   core.dra_claims: current state per claim (present / vanished_at, as core.pods), its
 --     allocation results and the pods it is reserved for.
---   audit.kubernetes_lists.skipped_reason: an API server without resource.k8s.io/v1 answers
---     404; the list is skipped with this note, never an error.
+--   An API server without resource.k8s.io/v1 (discovery answers 404, before Kubernetes 1.34)
+--     is not listed for them (as for Kueue's group): never an error.
 -- GPU allocation (core.gpu_allocations) and capacity marts do not count DRA devices yet.
 
 CREATE TABLE raw.kubernetes_resource_slices (
@@ -171,8 +171,5 @@ COMMENT ON COLUMN core.dra_claims.vanished_at IS
 COMMENT ON COLUMN core.dra_claims.collection_id IS
     'The collection that last changed this row (audit.collections).';
 
-ALTER TABLE audit.kubernetes_lists ADD COLUMN skipped_reason VARCHAR;
-COMMENT ON COLUMN audit.kubernetes_lists.skipped_reason IS
-    'Why an optional resource was not listed, e.g. the API server does not serve resource.k8s.io/v1 (404, before Kubernetes 1.34); NULL when it was listed.';
 COMMENT ON COLUMN audit.kubernetes_lists.resource IS
-    'Resource listed: nodes, pods, jobs, priority_classes, events, resource_slices or resource_claims.';
+    'Resource listed: nodes, pods, jobs, priority_classes, events, the kueue_* resources or resource_slices and resource_claims (DRA), the last two only where the API server serves them.';
