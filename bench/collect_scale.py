@@ -76,7 +76,9 @@ def measure(name: str, argv: list[str], *, env: dict[str, str] | None = None) ->
     )
 
 
-def start_simulator(nodes: int, seed: int, workdir: Path) -> tuple[subprocess.Popen, Path]:
+def start_simulator(
+    nodes: int, seed: int, workdir: Path, features: str = ""
+) -> tuple[subprocess.Popen, Path]:
     kubeconfig = workdir / "kubeconfig"
     log = (workdir / "simulator.log").open("w")
     process = subprocess.Popen(
@@ -92,6 +94,7 @@ def start_simulator(nodes: int, seed: int, workdir: Path) -> tuple[subprocess.Po
             "--kubeconfig",
             str(kubeconfig),
             "--tls",  # kubectl sends bearer tokens only over TLS
+            *(["--features", features] if features else []),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -151,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page-size", type=int, default=500)
     parser.add_argument("--skip", action="append", default=[], help="floor|kubectl|client|annex")
     parser.add_argument("--no-record", action="store_true", help="don't append to RESULTS.md")
+    parser.add_argument(
+        "--features",
+        default="",
+        help="simulator features to serve, e.g. dra,sharing,kueue (DRA claims and slices, "
+        "shared GPUs, Kueue objects); default none",
+    )
     args = parser.parse_args(argv)
 
     kubectl = shutil.which("kubectl")
@@ -158,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tmp)
         print(f"starting a simulated cluster of {args.nodes} nodes…", file=sys.stderr)
         started = time.perf_counter()
-        simulator, kubeconfig = start_simulator(args.nodes, args.seed, workdir)
+        simulator, kubeconfig = start_simulator(args.nodes, args.seed, workdir, args.features)
         print(f"  ready in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         try:
             runs: list[Measurement] = []
@@ -225,19 +234,20 @@ def main(argv: list[str] | None = None) -> int:
             simulator.terminate()
             simulator.wait(timeout=30)
 
-    report = render(runs, args.nodes, args.page_size)
+    report = render(runs, args.nodes, args.page_size, args.features)
     print(report)
     if not args.no_record:
         append_results(report)
     return 0 if all(run.returncode == 0 for run in runs) else 1
 
 
-def render(runs: list[Measurement], nodes: int, page_size: int) -> str:
+def render(runs: list[Measurement], nodes: int, page_size: int, features: str = "") -> str:
     by_name = {run.name: run for run in runs}
     annex = by_name.get("annex")
     lines = [
-        f"## collect_scale: {nodes} nodes, pages of {page_size} "
-        f"({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)",
+        f"## collect_scale: {nodes} nodes, pages of {page_size}"
+        + (f", features {features}" if features else "")
+        + f" ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)",
         "",
         f"Machine: {machine()}; kubectl {kubectl_version()}.",
         "",
