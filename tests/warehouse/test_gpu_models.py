@@ -180,7 +180,8 @@ def test_a_warehouse_at_0023_keeps_its_rows_under_the_new_names(tmp_path: Path) 
         }  # fmt: skip
 
     with Warehouse(settings).writer() as con:
-        assert con.execute("SELECT max(version) FROM meta.migrations").fetchone() == (24,)
+        # migrated through 0024 (and whatever later migrations there are)
+        assert con.execute("SELECT max(version) FROM meta.migrations").fetchone()[0] >= 24
         assert {t: con.execute(f"SELECT count(*) FROM {t}").fetchone() for t in counts} == counts
 
         def one(sql: str) -> tuple[Any, ...]:

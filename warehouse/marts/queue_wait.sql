@@ -1,7 +1,7 @@
 -- marts.queue_wait: re-created on every migrate from this file (warehouse/marts/README.md).
 CREATE OR REPLACE VIEW marts.queue_wait AS
 WITH clock AS (
-    SELECT coalesce(getvariable('as_of'), CAST(timezone('UTC', now()) AS TIMESTAMP)) AS now
+    SELECT coalesce(getvariable('as_of'), CAST(timezone('UTC', now()) AS TIMESTAMP)) AS as_of
 ),
 seen AS (
     -- The evidence horizon per cluster: a workload still queued at the latest successful
@@ -25,7 +25,7 @@ waits AS (
         w.queued_from,
         w.queued_to,
         coalesce(
-            w.queued_to, w.vanished_at, least(clock.now, coalesce(seen.last_seen_at, clock.now))
+            w.queued_to, w.vanished_at, least(clock.as_of, coalesce(seen.last_seen_at, clock.as_of))
         ) AS wait_end
     FROM core.kueue_workloads AS w
     CROSS JOIN clock
@@ -52,10 +52,10 @@ SELECT
     -- Waits are half-open [queued_from, wait_end): one admitted at midnight waited the day before.
     count(*) FILTER (WHERE wait_end > days.day) AS waiting_workloads,
     count(*) FILTER (
-        WHERE queued_to IS NULL OR queued_to >= least(days.day + INTERVAL 1 DAY, clock.now)
+        WHERE queued_to IS NULL OR queued_to >= least(days.day + INTERVAL 1 DAY, clock.as_of)
     ) AS still_waiting_workloads,
     coalesce(sum(requested_gpus) FILTER (
-        WHERE queued_to IS NULL OR queued_to >= least(days.day + INTERVAL 1 DAY, clock.now)
+        WHERE queued_to IS NULL OR queued_to >= least(days.day + INTERVAL 1 DAY, clock.as_of)
     ), 0) AS queued_gpus,
     count(*) FILTER (WHERE CAST(queued_to AS DATE) = days.day) AS admitted_workloads,
     quantile_disc(epoch(queued_to - queued_from), 0.5)
@@ -69,7 +69,7 @@ CROSS JOIN clock
 GROUP BY days.cluster, days.namespace, days.local_queue, days.cluster_queue, days.day;
 
 COMMENT ON VIEW marts.queue_wait IS
-    'Who waits for GPUs: per namespace (team), its Kueue LocalQueue and ClusterQueue, and UTC day, from core.kueue_workloads. A workload waits from submission (or from its last eviction, when requeued) to admission; a day counts every workload that waited during it, the GPU demand still queued at its end (or now, today), and the p50/p95 wait of the workloads admitted that day.';
+    'Who waits for GPUs: per namespace (team), its Kueue LocalQueue and ClusterQueue, and UTC day, from core.kueue_workloads. A workload waits from submission (or from its last eviction, when requeued) to admission; a day counts every workload that waited during it, the GPU demand still queued at its end (today: at the latest inventory), and the p50/p95 wait of the workloads admitted that day.';
 COMMENT ON COLUMN marts.queue_wait.cluster IS
     'Cluster name as configured in annex.';
 COMMENT ON COLUMN marts.queue_wait.namespace IS
@@ -83,9 +83,9 @@ COMMENT ON COLUMN marts.queue_wait.day IS
 COMMENT ON COLUMN marts.queue_wait.waiting_workloads IS
     'Workloads that waited (not admitted) at some time during the day.';
 COMMENT ON COLUMN marts.queue_wait.still_waiting_workloads IS
-    'Of those, the ones still waiting at the day''s end (today: now).';
+    'Of those, the ones still waiting at the day''s end (today: at the latest inventory).';
 COMMENT ON COLUMN marts.queue_wait.queued_gpus IS
-    'GPU demand queued: GPUs requested by the workloads still waiting at the day''s end (today: now).';
+    'GPU demand queued: GPUs requested by the workloads still waiting at the day''s end (today: at the latest inventory).';
 COMMENT ON COLUMN marts.queue_wait.admitted_workloads IS
     'Workloads admitted during the day (their wait ended).';
 COMMENT ON COLUMN marts.queue_wait.wait_p50_seconds IS
