@@ -1,7 +1,31 @@
 -- marts.node_gpu_capacity: re-created on every migrate from this file (warehouse/marts/README.md).
 CREATE OR REPLACE VIEW marts.node_gpu_capacity AS
-WITH current_nodes AS (
+WITH dra_resources AS (
+    -- DRA-only nodes advertise no GPU extended resource: their GPU and MIG devices are in
+    -- ResourceSlices (IMEX channels and daemons carry no gpu_uuid: not GPUs), counted in the
+    -- device plugin's buckets; a resource the node also advertises is counted from the node.
+    SELECT
+        cluster,
+        node_name,
+        CASE WHEN mig_profile IS NOT NULL THEN 'nvidia.com/mig-' || mig_profile
+            ELSE 'nvidia.com/gpu' END AS resource_name,
+        count(*) AS devices
+    FROM core.dra_devices
+    WHERE valid_to IS NULL AND gpu_uuid IS NOT NULL AND node_name IS NOT NULL
+    GROUP BY ALL
+),
+current_nodes AS (
     SELECT *, unnest(gpu_resources) AS r FROM core.nodes WHERE valid_to IS NULL
+    UNION ALL BY NAME
+    SELECT n.*, {
+        'resource_name': d.resource_name, 'capacity': d.devices, 'allocatable': d.devices
+    } AS r
+    FROM core.nodes AS n
+    JOIN dra_resources AS d ON d.cluster = n.cluster AND d.node_name = n.node_name
+    WHERE n.valid_to IS NULL
+      AND NOT list_contains(
+          list_transform(coalesce(n.gpu_resources, []), lambda x: x.resource_name),
+          d.resource_name)
 ),
 held AS (
     SELECT

@@ -1,0 +1,108 @@
+"""GPUs held through DRA claims counted in core.gpu_allocations (mechanism dra) and in the
+capacity buckets of marts.node_gpu_capacity, beside device-plugin requests (issue 38 item 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from annex.settings import WarehouseSettings
+from collectors.kubernetes import RESOURCES
+from tests.helpers import kubernetes_api as t
+from tests.warehouse.models.test_kubernetes_dra import CLAIMS, load, query, world
+from warehouse import Warehouse
+
+NODES = "/api/v1/nodes"
+PODS = "/api/v1/pods"
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Warehouse:
+    return Warehouse(WarehouseSettings(path=tmp_path / "annex.duckdb"))
+
+
+def dra_world() -> dict[str, list[dict]]:
+    """test_kubernetes_dra's world with its nodes (DRA-only: no GPU extended resource) and the
+    pods its claims are reserved for, plus a device-plugin node with one 8-GPU pod."""
+    objects = world()
+    objects[NODES] = [t.node(n, gpus=0) for n in ("h1", "a1", "g1", "g2")] + [t.node("dp", gpus=8)]
+    pods = {"p-only": "h1", "p-a": "h1", "p-b": "h1", "p-mig0": "a1", "p-mig1": "a1",
+            "p-g1": "g1", "p-g2": "g2"}  # fmt: skip
+    objects[PODS] = [t.pod(uid, uid=uid, node_name=node, gpus=0) for uid, node in pods.items()]
+    objects[PODS].append(t.pod("dp-pod", uid="p-dp", node_name="dp", gpus=8))
+    return objects
+
+
+HOLDINGS = [
+    pytest.param(
+        "p-only", [("nvidia.com/gpu", 2.0, "dra", "only")], id="GPUs only through a claim"
+    ),
+    pytest.param("p-a", [("nvidia.com/gpu", 0.5, "dra", "shared")], id="claim shared by two pods"),
+    pytest.param("p-mig0", [("nvidia.com/mig-1g.10gb", 1.0, "dra", "mig")], id="MIG device by DRA"),
+    pytest.param("p-g1", [("nvidia.com/gpu", 1.0, "dra", "cd1")], id="ComputeDomain: no channel"),
+    pytest.param("p-dp", [("nvidia.com/gpu", 8.0, "device_plugin", None)], id="device plugin"),
+]
+
+
+@pytest.mark.parametrize(("pod_uid", "expected"), HOLDINGS)
+def test_pods_hold_their_claims_gpus_beside_device_plugin_requests(
+    warehouse, pod_uid, expected
+) -> None:
+    load(warehouse, dra_world())
+    rows = query(
+        warehouse,
+        "SELECT resource_name, gpus, mechanism, claim_uid FROM core.gpu_allocations "
+        f"WHERE pod_uid = '{pod_uid}' AND valid_to IS NULL ORDER BY 1",
+    )
+    assert rows == expected
+
+
+CAPACITY = [
+    pytest.param("h1", [("nvidia.com/gpu", 4, 3, 1)], id="claims and a shared claim"),
+    pytest.param("a1", [("nvidia.com/mig-1g.10gb", 2, 2, 0)], id="MIG devices by DRA"),
+    pytest.param("g1", [("nvidia.com/gpu", 1, 1, 0)], id="ComputeDomain node g1"),
+    pytest.param("g2", [("nvidia.com/gpu", 1, 1, 0)], id="ComputeDomain node g2"),
+    pytest.param("dp", [("nvidia.com/gpu", 8, 8, 0)], id="device-plugin node"),
+]
+
+
+@pytest.mark.parametrize(("node", "expected"), CAPACITY)
+def test_dra_only_nodes_capacity_from_slices_and_buckets_sum_to_it(
+    warehouse, node, expected
+) -> None:
+    load(warehouse, dra_world())
+    rows = query(
+        warehouse,
+        "SELECT resource_name, capacity_gpus, allocated_workload_gpus, free_gpus, "
+        "allocated_workload_gpus + allocated_balloon_gpus + free_gpus + unavailable_gpus "
+        f"FROM marts.node_gpu_capacity WHERE node_name = '{node}' ORDER BY 1",
+    )
+    assert [r[:4] for r in rows] == expected
+    assert all(r[4] == r[1] for r in rows)
+
+
+def test_dra_holdings_close_with_their_pod_and_load_once(warehouse) -> None:
+    objects = dra_world()
+    load(warehouse, objects)
+    load(warehouse, objects)  # the same snapshot again opens nothing
+    assert query(
+        warehouse, "SELECT count(*), sum(gpus) FROM core.gpu_allocations WHERE mechanism = 'dra'"
+    ) == [(7, 7.0)]
+    objects[PODS] = [p for p in objects[PODS] if p["metadata"]["uid"] != "p-only"]
+    objects[CLAIMS] = [c for c in objects[CLAIMS] if c["metadata"]["uid"] != "only"]
+    load(warehouse, objects)
+    assert query(
+        warehouse,
+        "SELECT valid_to_source FROM core.gpu_allocations WHERE pod_uid = 'p-only'",
+    ) == [("vanished",)]
+
+
+def test_a_world_without_dra_has_only_device_plugin_rows(warehouse) -> None:
+    objects = {r.api_path: [] for r in RESOURCES}
+    objects[NODES] = [t.node("dp", gpus=8)]
+    objects[PODS] = [t.pod("dp-pod", uid="p-dp", node_name="dp", gpus=8)]
+    load(warehouse, objects)
+    assert query(warehouse, "SELECT mechanism, gpus FROM core.gpu_allocations") == [
+        ("device_plugin", 8.0)
+    ]
