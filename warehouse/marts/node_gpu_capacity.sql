@@ -32,11 +32,21 @@ held AS (
         cluster,
         node_name,
         resource_name,
-        CAST(sum(gpus) FILTER (WHERE category = 'workload') AS BIGINT) AS workload,
-        CAST(sum(gpus) FILTER (WHERE category = 'balloon') AS BIGINT) AS balloon
+        sum(gpus) FILTER (WHERE category = 'workload') AS workload,
+        sum(gpus) FILTER (WHERE category = 'balloon') AS balloon
     FROM core.gpu_allocations
     WHERE valid_to IS NULL
     GROUP BY cluster, node_name, resource_name
+),
+shared AS (
+    -- GPU sharing by the device plugin (time-slicing, MPS): GFD labels the node with the
+    -- replicas per device (nvidia.com/gpu.replicas; nvidia.com/mig-<profile>.replicas) and the
+    -- strategy; the node advertises replicas x devices. Everything below is in devices.
+    SELECT
+        *,
+        greatest(coalesce(TRY_CAST(labels[r.resource_name || '.replicas'] AS BIGINT), 1), 1)
+            AS shares
+    FROM current_nodes
 ),
 buckets AS (
     SELECT
@@ -55,11 +65,16 @@ buckets AS (
         n.r.resource_name AS resource_name,
         n.r.resource_name = 'nvidia.com/gpu' AND coalesce(n.mig_strategy, 'none') <> 'single'
             AS whole_gpus,
-        n.r.capacity AS capacity_gpus,
-        n.r.allocatable AS allocatable_gpus,
-        coalesce(h.workload, 0) AS allocated_workload_gpus,
-        coalesce(h.balloon, 0) AS allocated_balloon_gpus
-    FROM current_nodes AS n
+        CASE WHEN n.shares > 1
+            THEN coalesce(n.labels['nvidia.com/gpu.sharing-strategy'], 'time-slicing')
+            ELSE 'none' END AS sharing_strategy,
+        n.shares,
+        n.r.capacity AS advertised_gpus,
+        n.r.capacity // n.shares AS capacity_gpus,
+        n.r.allocatable // n.shares AS allocatable_gpus,
+        coalesce(h.workload, 0) / n.shares AS allocated_workload_gpus,
+        coalesce(h.balloon, 0) / n.shares AS allocated_balloon_gpus
+    FROM shared AS n
     LEFT JOIN marts.gpu_models AS m ON m.source = 'gfd_product' AND m.spelling = n.gfd_product
     LEFT JOIN held AS h
         ON h.cluster = n.cluster AND h.node_name = n.node_name
@@ -80,6 +95,10 @@ SELECT
     schedulable,
     resource_name,
     whole_gpus,
+    sharing_strategy,
+    shares,
+    advertised_gpus,
+    CASE WHEN whole_gpus THEN capacity_gpus END AS physical_gpus,
     capacity_gpus,
     allocatable_gpus,
     allocated_workload_gpus,
@@ -95,7 +114,7 @@ SELECT
 FROM buckets;
 
 COMMENT ON VIEW marts.node_gpu_capacity IS
-    'Per current node and GPU-like resource: capacity_gpus split into allocated_workload_gpus + allocated_balloon_gpus + free_gpus + unavailable_gpus (= capacity_gpus), counted in units of the resource (MIG slices for a MIG resource). free_gpus only on Ready, uncordoned nodes; unavailable_gpus = capacity - allocatable (unhealthy devices) plus the unallocated allocatable of NotReady or cordoned nodes. Balloons are never free.';
+    'Per current node and GPU-like resource: capacity_gpus split into allocated_workload_gpus + allocated_balloon_gpus + free_gpus + unavailable_gpus (= capacity_gpus), counted in devices of the resource (physical GPUs, or MIG slices for a MIG resource), device-plugin and DRA holdings together (core.gpu_allocations.mechanism). A shared GPU (time-slicing, MPS: shares replicas per device) counts once: a pod holding 1 of 4 replicas holds 0.25. A DRA-only node (no GPU extended resource) counts the GPU and MIG devices its ResourceSlices publish. free_gpus only on Ready, uncordoned nodes; unavailable_gpus = capacity - allocatable (unhealthy devices) plus the unallocated allocatable of NotReady or cordoned nodes. Balloons are never free.';
 COMMENT ON COLUMN marts.node_gpu_capacity.cluster IS
     'Cluster name as configured in annex.';
 COMMENT ON COLUMN marts.node_gpu_capacity.node_uid IS
@@ -124,12 +143,20 @@ COMMENT ON COLUMN marts.node_gpu_capacity.resource_name IS
     'nvidia.com/gpu (whole GPUs) or a MIG nvidia.com/mig-<profile> (slices: never add to whole GPUs).';
 COMMENT ON COLUMN marts.node_gpu_capacity.whole_gpus IS
     'True when the row counts whole GPUs: nvidia.com/gpu on a node whose MIG strategy is not single (with single, nvidia.com/gpu counts MIG slices).';
+COMMENT ON COLUMN marts.node_gpu_capacity.sharing_strategy IS
+    'GFD nvidia.com/gpu.sharing-strategy (time-slicing or mps) when the resource is shared (shares > 1); none otherwise.';
+COMMENT ON COLUMN marts.node_gpu_capacity.shares IS
+    'Replicas the device plugin advertises per device (GFD label <resource_name>.replicas, e.g. nvidia.com/gpu.replicas); 1 when not shared.';
+COMMENT ON COLUMN marts.node_gpu_capacity.advertised_gpus IS
+    'status.capacity of the resource as advertised (shares x devices on a shared node); for a DRA-only node the devices its ResourceSlices publish.';
+COMMENT ON COLUMN marts.node_gpu_capacity.physical_gpus IS
+    'Physical GPUs behind a whole-GPU row (= capacity_gpus); NULL for MIG rows (slices, not GPUs).';
 COMMENT ON COLUMN marts.node_gpu_capacity.capacity_gpus IS
-    'status.capacity of the resource.';
+    'Devices of the resource: status.capacity / shares (a DRA-only node: the GPU or MIG devices its ResourceSlices publish).';
 COMMENT ON COLUMN marts.node_gpu_capacity.allocatable_gpus IS
-    'status.allocatable of the resource.';
+    'status.allocatable / shares (a DRA-only node: as capacity_gpus).';
 COMMENT ON COLUMN marts.node_gpu_capacity.allocated_workload_gpus IS
-    'Held by counted workload pods (open core.gpu_allocations, category workload).';
+    'Held by counted workload pods (open core.gpu_allocations, category workload, device-plugin and DRA), divided by shares: fractional for shared GPUs and shared claims.';
 COMMENT ON COLUMN marts.node_gpu_capacity.allocated_balloon_gpus IS
     'Held by counted balloon (placeholder) pods: reserved, not idle.';
 COMMENT ON COLUMN marts.node_gpu_capacity.free_gpus IS

@@ -106,3 +106,55 @@ def test_a_world_without_dra_has_only_device_plugin_rows(warehouse) -> None:
     assert query(warehouse, "SELECT mechanism, gpus FROM core.gpu_allocations") == [
         ("device_plugin", 8.0)
     ]
+
+
+def shared_node(name: str, strategy: str, replicas: int) -> dict:
+    return t.node(
+        name,
+        gpus=8 * replicas,
+        labels={
+            "nvidia.com/gpu.replicas": str(replicas),
+            "nvidia.com/gpu.sharing-strategy": strategy,
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED",
+        },
+    )
+
+
+SHARED = [
+    # 8 physical GPUs, 32 shares: 5 pods with 1 replica, 1 with 2 -> 7 of 32 = 1.75 GPUs
+    pytest.param(
+        shared_node("ts", "time-slicing", 4), [1, 1, 1, 1, 1, 2],
+        ("time-slicing", 4, 32, 8, 8, 1.75, 6.25), id="time-sliced node, 8 physical, 32 shares",
+    ),
+    pytest.param(
+        shared_node("mps", "mps", 2), [1, 1, 1],
+        ("mps", 2, 16, 8, 8, 1.5, 6.5), id="MPS node",
+    ),
+    pytest.param(
+        t.node("plain", gpus=8), [8],
+        ("none", 1, 8, 8, 8, 8.0, 0.0), id="unshared node",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("node", "replicas", "expected"), SHARED)
+def test_shared_gpus_count_in_physical_gpus_and_buckets_sum_to_them(
+    warehouse, node, replicas, expected
+) -> None:
+    name = node["metadata"]["name"]
+    objects = {r.api_path: [] for r in RESOURCES}
+    objects[NODES] = [node]
+    objects[PODS] = [
+        t.pod(f"{name}-{i}", uid=f"{name}-{i}", node_name=name, gpus=n)
+        for i, n in enumerate(replicas)
+    ]
+    load(warehouse, objects)
+    rows = query(
+        warehouse,
+        "SELECT sharing_strategy, shares, advertised_gpus, physical_gpus, capacity_gpus, "
+        "allocated_workload_gpus, free_gpus, "
+        "allocated_workload_gpus + allocated_balloon_gpus + free_gpus + unavailable_gpus "
+        "FROM marts.node_gpu_capacity",
+    )
+    assert [r[:7] for r in rows] == [expected]
+    assert rows[0][7] == rows[0][4]  # never more than one GPU per physical GPU
