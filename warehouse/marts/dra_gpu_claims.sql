@@ -6,7 +6,7 @@
 -- daemons of ComputeDomains) are left out; a device no ResourceSlice publishes any more is
 -- kept with NULL GPU columns (the claim still names it). A claim shared by k pods gives k
 -- rows per device, each with holder_pods = k: count a device once per claim, or 1/k per pod.
--- core.gpu_allocations does not include these GPUs yet (issue 38 item 2, second part).
+-- core.gpu_allocations counts the same devices as mechanism = 'dra' rows, 1/k per holder.
 CREATE OR REPLACE VIEW marts.dra_gpu_claims AS
 WITH results AS (
     SELECT
@@ -69,7 +69,7 @@ LEFT JOIN marts.gpu_models AS m
     ON m.source = 'nvml_device_name' AND m.spelling = v.nvml_device_name;
 
 COMMENT ON VIEW marts.dra_gpu_claims IS
-    'GPUs held through DRA: one row per present, allocated ResourceClaim, allocated GPU or MIG device and pod the claim is reserved for, joined to the physical GPU (gpu_uuid) and node that published the device. IMEX channels and daemons are not GPUs and are left out. Not yet counted in core.gpu_allocations.';
+    'GPUs held through DRA: one row per present, allocated ResourceClaim, allocated GPU or MIG device and pod the claim is reserved for, joined to the physical GPU (gpu_uuid) and node that published the device. IMEX channels and daemons are not GPUs and are left out. Counted in core.gpu_allocations as mechanism dra (1/holder_pods per pod).';
 COMMENT ON COLUMN marts.dra_gpu_claims.cluster IS 'Cluster name as configured in annex.';
 COMMENT ON COLUMN marts.dra_gpu_claims.namespace IS 'Namespace of the claim and its pods.';
 COMMENT ON COLUMN marts.dra_gpu_claims.claim_uid IS 'metadata.uid of the ResourceClaim (core.dra_claims).';
