@@ -158,3 +158,21 @@ def test_shared_gpus_count_in_physical_gpus_and_buckets_sum_to_them(
     )
     assert [r[:7] for r in rows] == [expected]
     assert rows[0][7] == rows[0][4]  # never more than one GPU per physical GPU
+
+
+def test_namespace_figures_count_dra_and_shared_gpus_as_physical(warehouse) -> None:
+    objects = dra_world()
+    objects[NODES].append(shared_node("ts", "time-slicing", 4))
+    objects[PODS] += [
+        t.pod(f"ts-{i}", namespace="notebooks", uid=f"ts-{i}", node_name="ts", gpus=1)
+        for i in range(6)
+    ]
+    load(warehouse, objects)
+    rows = query(
+        warehouse,
+        "SELECT namespace, gpu_pods_counted, allocated_workload_gpus, mig_slices_allocated "
+        "FROM marts.fleet_gpu_by_namespace ORDER BY 1",
+    )
+    # team-a: 2 (claim only) + 2 x 0.5 (shared claim) + 2 (ComputeDomain) + 8 (device plugin);
+    # notebooks: 6 replicas of 4 per GPU = 1.5 GPUs, rounded
+    assert rows == [("notebooks", 6, 2, 0), ("team-a", 8, 13, 2)]
