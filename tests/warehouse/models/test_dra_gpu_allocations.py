@@ -12,6 +12,7 @@ from collectors.kubernetes import RESOURCES
 from tests.helpers import kubernetes_api as t
 from tests.warehouse.models.test_kubernetes_dra import CLAIMS, load, query, world
 from warehouse import Warehouse
+from warehouse.models.utilisation import refresh_gpu_hourly
 
 NODES = "/api/v1/nodes"
 PODS = "/api/v1/pods"
@@ -176,3 +177,27 @@ def test_namespace_figures_count_dra_and_shared_gpus_as_physical(warehouse) -> N
     # team-a: 2 (claim only) + 2 x 0.5 (shared claim) + 2 (ComputeDomain) + 8 (device plugin);
     # notebooks: 6 replicas of 4 per GPU = 1.5 GPUs, rounded
     assert rows == [("notebooks", 6, 2, 0), ("team-a", 8, 13, 2)]
+
+
+def test_gpu_hours_count_dra_only_nodes_and_shared_gpus_in_physical_gpus(warehouse) -> None:
+    objects = dra_world()
+    objects[NODES].append(shared_node("ts", "time-slicing", 4))
+    objects[PODS] += [t.pod(f"ts-{i}", uid=f"ts-{i}", node_name="ts", gpus=1) for i in range(6)]
+    load(warehouse, objects)
+    load(warehouse, objects)  # a second snapshot: the nodes' first observed interval
+    with warehouse.writer() as con:
+        refresh_gpu_hourly(con)
+    rows = query(
+        warehouse,
+        "SELECT node_name, round(sum(capacity_gpu_hours) / sum(observed_hours), 6), "
+        "round(sum(allocated_workload_gpu_hours) / sum(observed_hours), 6) "
+        "FROM marts.node_gpu_hours WHERE observed_hours > 0 GROUP BY 1 ORDER BY 1",
+    )
+    # a1 publishes MIG devices only: no whole GPUs to count in GPU-hours
+    assert rows == [
+        ("dp", 8.0, 8.0),
+        ("g1", 1.0, 1.0),
+        ("g2", 1.0, 1.0),
+        ("h1", 4.0, 3.0),
+        ("ts", 8.0, 1.5),
+    ]
