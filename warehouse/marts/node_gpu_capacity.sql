@@ -27,26 +27,57 @@ current_nodes AS (
           list_transform(coalesce(n.gpu_resources, []), lambda x: x.resource_name),
           d.resource_name)
 ),
-held AS (
-    SELECT
-        cluster,
-        node_name,
-        resource_name,
-        sum(gpus) FILTER (WHERE category = 'workload') AS workload,
-        sum(gpus) FILTER (WHERE category = 'balloon') AS balloon
-    FROM core.gpu_allocations
-    WHERE valid_to IS NULL
-    GROUP BY cluster, node_name, resource_name
-),
 shared AS (
-    -- GPU sharing by the device plugin (time-slicing, MPS): GFD labels the node with the
-    -- replicas per device (nvidia.com/gpu.replicas; nvidia.com/mig-<profile>.replicas) and the
-    -- strategy; the node advertises replicas x devices. Everything below is in devices.
+    -- Shared GPUs; the node advertises shares x devices and everything below is in devices.
+    -- Device plugin (time-slicing, MPS): GFD labels the replicas per device
+    -- (nvidia.com/gpu.replicas; nvidia.com/mig-<profile>.replicas) and the strategy.
+    -- HAMi: no replicas label, nvidia.com/gpu advertises deviceSplitCount x the GPUs GFD counts
+    -- (nvidia.com/gpu.count); with the MIG single strategy nvidia.com/gpu counts slices instead.
     SELECT
         *,
-        greatest(coalesce(TRY_CAST(labels[r.resource_name || '.replicas'] AS BIGINT), 1), 1)
-            AS shares
+        TRY_CAST(labels[r.resource_name || '.replicas'] AS BIGINT) AS replicas,
+        TRY_CAST(labels['nvidia.com/gpu.count'] AS BIGINT) AS gfd_gpus,
+        CASE
+            WHEN replicas > 1 THEN replicas
+            WHEN r.resource_name = 'nvidia.com/gpu' AND replicas IS NULL
+                 AND coalesce(mig_strategy, 'none') <> 'single'
+                 AND gfd_gpus > 0 AND r.capacity > gfd_gpus AND r.capacity % gfd_gpus = 0
+                THEN r.capacity // gfd_gpus
+            ELSE 1 END AS shares,
+        CASE
+            WHEN replicas > 1
+                THEN coalesce(labels['nvidia.com/gpu.sharing-strategy'], 'time-slicing')
+            WHEN shares > 1 THEN 'hami'
+            ELSE 'none' END AS sharing_strategy
     FROM current_nodes
+),
+held AS (
+    -- in devices: a replica is 1/shares of its device; a HAMi pod holds nvidia.com/gpucores
+    -- percent of each GPU it requests (1/shares when it names no gpucores); a claim shared by
+    -- k pods gives each 1/k (core.gpu_allocations)
+    SELECT
+        a.cluster,
+        a.node_name,
+        a.resource_name,
+        sum(a.holding) FILTER (WHERE a.category = 'workload') AS workload,
+        sum(a.holding) FILTER (WHERE a.category = 'balloon') AS balloon
+    FROM (
+        SELECT
+            a.*,
+            CASE
+                WHEN n.sharing_strategy = 'hami' AND c.gpus IS NOT NULL
+                    THEN a.gpus * least(c.gpus, 100) / 100.0
+                ELSE a.gpus / coalesce(n.shares, 1) END AS holding
+        FROM core.gpu_allocations AS a
+        LEFT JOIN shared AS n
+            ON n.cluster = a.cluster AND n.node_name = a.node_name
+            AND n.r.resource_name = a.resource_name
+        LEFT JOIN core.gpu_allocations AS c
+            ON c.cluster = a.cluster AND c.pod_uid = a.pod_uid AND c.valid_to IS NULL
+            AND c.resource_name = 'nvidia.com/gpucores' AND a.mechanism = 'device_plugin'
+        WHERE a.valid_to IS NULL
+    ) AS a
+    GROUP BY a.cluster, a.node_name, a.resource_name
 ),
 buckets AS (
     SELECT
@@ -65,15 +96,13 @@ buckets AS (
         n.r.resource_name AS resource_name,
         n.r.resource_name = 'nvidia.com/gpu' AND coalesce(n.mig_strategy, 'none') <> 'single'
             AS whole_gpus,
-        CASE WHEN n.shares > 1
-            THEN coalesce(n.labels['nvidia.com/gpu.sharing-strategy'], 'time-slicing')
-            ELSE 'none' END AS sharing_strategy,
+        n.sharing_strategy,
         n.shares,
         n.r.capacity AS advertised_gpus,
         n.r.capacity // n.shares AS capacity_gpus,
         n.r.allocatable // n.shares AS allocatable_gpus,
-        coalesce(h.workload, 0) / n.shares AS allocated_workload_gpus,
-        coalesce(h.balloon, 0) / n.shares AS allocated_balloon_gpus
+        CAST(coalesce(h.workload, 0) AS DOUBLE) AS allocated_workload_gpus,
+        CAST(coalesce(h.balloon, 0) AS DOUBLE) AS allocated_balloon_gpus
     FROM shared AS n
     LEFT JOIN marts.gpu_models AS m ON m.source = 'gfd_product' AND m.spelling = n.gfd_product
     LEFT JOIN held AS h
@@ -144,9 +173,9 @@ COMMENT ON COLUMN marts.node_gpu_capacity.resource_name IS
 COMMENT ON COLUMN marts.node_gpu_capacity.whole_gpus IS
     'True when the row counts whole GPUs: nvidia.com/gpu on a node whose MIG strategy is not single (with single, nvidia.com/gpu counts MIG slices).';
 COMMENT ON COLUMN marts.node_gpu_capacity.sharing_strategy IS
-    'GFD nvidia.com/gpu.sharing-strategy (time-slicing or mps) when the resource is shared (shares > 1); none otherwise.';
+    'time-slicing or mps (GFD nvidia.com/gpu.sharing-strategy, with a replicas label), hami (nvidia.com/gpu advertises a multiple of GFD''s nvidia.com/gpu.count, no replicas label: HAMi''s deviceSplitCount), or none.';
 COMMENT ON COLUMN marts.node_gpu_capacity.shares IS
-    'Replicas the device plugin advertises per device (GFD label <resource_name>.replicas, e.g. nvidia.com/gpu.replicas); 1 when not shared.';
+    'Shares advertised per device: the GFD label <resource_name>.replicas (e.g. nvidia.com/gpu.replicas), for HAMi advertised / nvidia.com/gpu.count; 1 when not shared.';
 COMMENT ON COLUMN marts.node_gpu_capacity.advertised_gpus IS
     'status.capacity of the resource as advertised (shares x devices on a shared node); for a DRA-only node the devices its ResourceSlices publish.';
 COMMENT ON COLUMN marts.node_gpu_capacity.physical_gpus IS
@@ -156,7 +185,7 @@ COMMENT ON COLUMN marts.node_gpu_capacity.capacity_gpus IS
 COMMENT ON COLUMN marts.node_gpu_capacity.allocatable_gpus IS
     'status.allocatable / shares (a DRA-only node: as capacity_gpus).';
 COMMENT ON COLUMN marts.node_gpu_capacity.allocated_workload_gpus IS
-    'Held by counted workload pods (open core.gpu_allocations, category workload, device-plugin and DRA), divided by shares: fractional for shared GPUs and shared claims.';
+    'Held by counted workload pods (open core.gpu_allocations, category workload, device-plugin and DRA), in devices: a replica is 1/shares, a HAMi request nvidia.com/gpucores/100 of each GPU, a claim shared by k pods 1/k; fractional then.';
 COMMENT ON COLUMN marts.node_gpu_capacity.allocated_balloon_gpus IS
     'Held by counted balloon (placeholder) pods: reserved, not idle.';
 COMMENT ON COLUMN marts.node_gpu_capacity.free_gpus IS

@@ -117,6 +117,7 @@ def shared_node(name: str, strategy: str, replicas: int) -> dict:
             "nvidia.com/gpu.replicas": str(replicas),
             "nvidia.com/gpu.sharing-strategy": strategy,
             "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED",
+            "nvidia.com/gpu.count": "8",
         },
     )
 
@@ -136,6 +137,29 @@ SHARED = [
         ("none", 1, 8, 8, 8, 8.0, 0.0), id="unshared node",
     ),
 ]  # fmt: skip
+
+
+def hami_pod(name: str, cores: int) -> dict:
+    quantities = {"nvidia.com/gpu": "1", "nvidia.com/gpucores": str(cores),
+                  "nvidia.com/gpumem": "20000"}  # fmt: skip
+    container = t.container(requests={"cpu": "4"} | quantities, limits=quantities)
+    return t.pod(name, uid=name, node_name="hami", containers=[container])
+
+
+def test_a_hami_request_holds_its_gpucores_share_of_a_gpu(warehouse) -> None:
+    objects = {r.api_path: [] for r in RESOURCES}
+    # HAMi's device plugin: deviceSplitCount 10 -> 80 nvidia.com/gpu on 8 GPUs, no replicas label
+    objects[NODES] = [t.node("hami", gpus=80, labels={"nvidia.com/gpu.count": "8", "gpu": "on"})]
+    objects[PODS] = [hami_pod("hami-25", 25), hami_pod("hami-50", 50)]
+    load(warehouse, objects)
+    rows = query(
+        warehouse,
+        "SELECT sharing_strategy, shares, advertised_gpus, capacity_gpus, "
+        "allocated_workload_gpus, free_gpus, "
+        "allocated_workload_gpus + allocated_balloon_gpus + free_gpus + unavailable_gpus "
+        "FROM marts.node_gpu_capacity",
+    )
+    assert rows == [("hami", 10, 80, 8, 0.75, 7.25, 8.0)]
 
 
 @pytest.mark.parametrize(("node", "replicas", "expected"), SHARED)
