@@ -1,11 +1,11 @@
 -- marts.fleet_gpu_by_namespace: re-created on every migrate from this file (warehouse/marts/README.md).
 CREATE OR REPLACE VIEW marts.fleet_gpu_by_namespace AS
 WITH node_shares AS (
-    -- time-slicing / MPS: a replica of a shared GPU is 1/replicas of it (marts.node_gpu_capacity)
-    SELECT cluster, node_name,
-           greatest(coalesce(TRY_CAST(labels['nvidia.com/gpu.replicas'] AS BIGINT), 1), 1) AS shares
-    FROM core.nodes
-    WHERE valid_to IS NULL
+    -- shared GPUs as marts.node_gpu_capacity counts them: a time-sliced or MPS replica is
+    -- 1/shares of a GPU, a HAMi request nvidia.com/gpucores percent of it
+    SELECT cluster, node_name, shares, sharing_strategy
+    FROM marts.node_gpu_capacity
+    WHERE resource_name = 'nvidia.com/gpu'
 ),
 dra AS (
     -- GPUs held through DRA claims (no container requests them): core.gpu_allocations
@@ -19,7 +19,13 @@ dra AS (
 pods AS (
     SELECT
         p.*,
-        p.gpus / coalesce(s.shares, 1) + coalesce(d.dra_gpus, 0) AS held_gpus,
+        CASE
+            WHEN s.sharing_strategy = 'hami' AND len(list_filter(
+                     p.gpu_requests, lambda x: x.resource_name = 'nvidia.com/gpucores')) > 0
+                THEN p.gpus * least(list_filter(
+                     p.gpu_requests, lambda x: x.resource_name = 'nvidia.com/gpucores')[1].gpus,
+                     100) / 100.0
+            ELSE p.gpus / coalesce(s.shares, 1) END + coalesce(d.dra_gpus, 0) AS held_gpus,
         coalesce(d.dra_mig_slices, 0) AS held_dra_mig_slices,
         d.pod_uid IS NOT NULL AS holds_dra
     FROM core.pods AS p
@@ -53,7 +59,7 @@ FROM pods
 GROUP BY cluster, namespace;
 
 COMMENT ON VIEW marts.fleet_gpu_by_namespace IS
-    'Per cluster and namespace: GPUs held now (workload vs balloon) and the queued demand, from the pods present in the latest snapshot. Whole GPUs are nvidia.com/gpu requests (a time-sliced or MPS replica as 1/replicas of a GPU) plus GPU devices of DRA claims (core.gpu_allocations, mechanism dra); MIG slices are counted separately.';
+    'Per cluster and namespace: GPUs held now (workload vs balloon) and the queued demand, from the pods present in the latest snapshot. Whole GPUs are nvidia.com/gpu requests (a time-sliced or MPS replica as 1/replicas of a GPU, a HAMi request as gpucores percent) plus GPU devices of DRA claims (core.gpu_allocations, mechanism dra); MIG slices are counted separately.';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.cluster IS
     'Cluster name as configured in annex.';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.namespace IS
@@ -65,7 +71,7 @@ COMMENT ON COLUMN marts.fleet_gpu_by_namespace.gpu_pods_counted IS
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.balloon_pods IS
     'Counted balloon (placeholder) pods.';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.allocated_workload_gpus IS
-    'Physical GPUs held by counted workload pods, rounded: nvidia.com/gpu requests (a shared GPU''s replica 1/replicas; on MIG-single nodes these are slices) plus GPU devices of their DRA claims (1/k of a claim shared by k pods).';
+    'Physical GPUs held by counted workload pods, rounded: nvidia.com/gpu requests (a shared GPU''s replica 1/replicas, a HAMi request gpucores/100; on MIG-single nodes these are slices) plus GPU devices of their DRA claims (1/k of a claim shared by k pods).';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.allocated_balloon_gpus IS
     'Physical GPUs held by counted balloon pods (as allocated_workload_gpus).';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.mig_slices_allocated IS

@@ -225,3 +225,13 @@ def test_gpu_hours_count_dra_only_nodes_and_shared_gpus_in_physical_gpus(warehou
         ("h1", 4.0, 3.0),
         ("ts", 8.0, 1.5),
     ]
+
+
+def test_namespace_figures_count_a_hami_request_by_its_gpucores(warehouse) -> None:
+    objects = {r.api_path: [] for r in RESOURCES}
+    objects[NODES] = [t.node("hami", gpus=80, labels={"nvidia.com/gpu.count": "8"})]
+    objects[PODS] = [hami_pod(f"hami-{i}", 50) for i in range(3)]
+    load(warehouse, objects)
+    assert query(warehouse, "SELECT allocated_workload_gpus FROM marts.fleet_gpu_by_namespace") == [
+        (2,)
+    ]  # 3 x 50 % = 1.5 GPUs, rounded
