@@ -1,5 +1,5 @@
 """GPU holdings in core.gpu_allocations and capacity in marts.node_gpu_capacity agree with the
-simulator's ground truth for DRA claims and device-plugin sharing (time-slicing, MPS).
+simulator's ground truth for DRA claims, device-plugin sharing (time-slicing, MPS) and HAMi.
 
 Truth (``simulator.world.truth``) is per pod and physical GPU; the warehouse is per pod and
 resource: whole GPUs (``nvidia.com/gpu``, a shared claim's device 1/k per holder, a shared
@@ -43,7 +43,7 @@ def test_holdings_and_capacity_match_the_simulators_ground_truth(tmp_path: Path)
             LEFT JOIN marts.node_gpu_capacity AS c
                 ON c.node_name = a.node_name AND c.resource_name = a.resource_name
             WHERE a.valid_to IS NULL
-              AND (a.mechanism = 'dra' OR coalesce(c.sharing_strategy, 'none') <> 'none')
+              AND (a.mechanism = 'dra' OR c.sharing_strategy IN ('time-slicing', 'mps'))
             GROUP BY ALL
             """
         ).fetchall()
@@ -69,5 +69,21 @@ def test_holdings_and_capacity_match_the_simulators_ground_truth(tmp_path: Path)
             "WHERE allocated_workload_gpus + allocated_balloon_gpus > capacity_gpus + 1e-9"
         ).fetchone()
         assert over == (0,)
+
+        # HAMi: a pod holds gpucores percent of a GPU; the node its physical GPUs
+        hami = {n: g for n, g in node_gpus(world).items() if g.sharing == "hami"}
+        assert hami
+        held_hami: dict[str, float] = defaultdict(float)
+        for h in gpu_holdings(world):
+            if h.mechanism == "hami":
+                held_hami[h.node] += h.shares / h.shares_per_gpu
+        for node, g in hami.items():
+            row = con.execute(
+                "SELECT sharing_strategy, shares, capacity_gpus, allocated_workload_gpus "
+                f"FROM marts.node_gpu_capacity WHERE node_name = '{node}' AND whole_gpus"
+            ).fetchone()
+            assert row is not None
+            assert row[:3] == ("hami", g.shares_per_gpu, g.physical_gpus), node
+            assert round(row[3], 6) == round(held_hami[node], 6), node
     finally:
         con.close()

@@ -31,7 +31,7 @@ shared AS (
     -- Shared GPUs; the node advertises shares x devices and everything below is in devices.
     -- Device plugin (time-slicing, MPS): GFD labels the replicas per device
     -- (nvidia.com/gpu.replicas; nvidia.com/mig-<profile>.replicas) and the strategy.
-    -- HAMi: no replicas label, nvidia.com/gpu advertises deviceSplitCount x the GPUs GFD counts
+    -- HAMi: no replicas label above 1, nvidia.com/gpu advertises deviceSplitCount x the GPUs GFD counts
     -- (nvidia.com/gpu.count); with the MIG single strategy nvidia.com/gpu counts slices instead.
     SELECT
         *,
@@ -39,7 +39,7 @@ shared AS (
         TRY_CAST(labels['nvidia.com/gpu.count'] AS BIGINT) AS gfd_gpus,
         CASE
             WHEN replicas > 1 THEN replicas
-            WHEN r.resource_name = 'nvidia.com/gpu' AND replicas IS NULL
+            WHEN r.resource_name = 'nvidia.com/gpu' AND coalesce(replicas, 1) <= 1
                  AND coalesce(mig_strategy, 'none') <> 'single'
                  AND gfd_gpus > 0 AND r.capacity > gfd_gpus AND r.capacity % gfd_gpus = 0
                 THEN r.capacity // gfd_gpus
@@ -173,7 +173,7 @@ COMMENT ON COLUMN marts.node_gpu_capacity.resource_name IS
 COMMENT ON COLUMN marts.node_gpu_capacity.whole_gpus IS
     'True when the row counts whole GPUs: nvidia.com/gpu on a node whose MIG strategy is not single (with single, nvidia.com/gpu counts MIG slices).';
 COMMENT ON COLUMN marts.node_gpu_capacity.sharing_strategy IS
-    'time-slicing or mps (GFD nvidia.com/gpu.sharing-strategy, with a replicas label), hami (nvidia.com/gpu advertises a multiple of GFD''s nvidia.com/gpu.count, no replicas label: HAMi''s deviceSplitCount), or none.';
+    'time-slicing or mps (GFD nvidia.com/gpu.sharing-strategy, with a replicas label), hami (nvidia.com/gpu advertises a multiple of GFD''s nvidia.com/gpu.count, replicas label absent or 1: HAMi''s deviceSplitCount), or none.';
 COMMENT ON COLUMN marts.node_gpu_capacity.shares IS
     'Shares advertised per device: the GFD label <resource_name>.replicas (e.g. nvidia.com/gpu.replicas), for HAMi advertised / nvidia.com/gpu.count; 1 when not shared.';
 COMMENT ON COLUMN marts.node_gpu_capacity.advertised_gpus IS

@@ -149,7 +149,13 @@ def hami_pod(name: str, cores: int) -> dict:
 def test_a_hami_request_holds_its_gpucores_share_of_a_gpu(warehouse) -> None:
     objects = {r.api_path: [] for r in RESOURCES}
     # HAMi's device plugin: deviceSplitCount 10 -> 80 nvidia.com/gpu on 8 GPUs, no replicas label
-    objects[NODES] = [t.node("hami", gpus=80, labels={"nvidia.com/gpu.count": "8", "gpu": "on"})]
+    objects[NODES] = [
+        t.node(
+            "hami",
+            gpus=80,
+            labels={"nvidia.com/gpu.count": "8", "nvidia.com/gpu.replicas": "1", "gpu": "on"},
+        )
+    ]
     objects[PODS] = [hami_pod("hami-25", 25), hami_pod("hami-50", 50)]
     load(warehouse, objects)
     rows = query(
