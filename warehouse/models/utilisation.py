@@ -567,11 +567,20 @@ WITH versions AS (
         n.valid_from,
         least(coalesce(n.valid_to, h.horizon), h.horizon) AS valid_to
     FROM (
-        -- in physical GPUs: a time-sliced or MPS node advertises replicas x GPUs (GFD label
-        -- nvidia.com/gpu.replicas); a DRA-only node advertises none, its ResourceSlices publish
-        -- its GPUs (as marts.node_gpu_capacity)
-        SELECT *, greatest(coalesce(
-                   TRY_CAST(labels['nvidia.com/gpu.replicas'] AS BIGINT), 1), 1) AS shares
+        -- in physical GPUs, as marts.node_gpu_capacity: a time-sliced or MPS node advertises
+        -- replicas x GPUs (GFD label nvidia.com/gpu.replicas), a HAMi node deviceSplitCount x
+        -- the GPUs GFD counts (nvidia.com/gpu.count); a DRA-only node advertises none, its
+        -- ResourceSlices publish its GPUs. A HAMi pod counts 1/shares per vGPU here.
+        SELECT
+            *,
+            TRY_CAST(labels['nvidia.com/gpu.replicas'] AS BIGINT) AS replicas,
+            TRY_CAST(labels['nvidia.com/gpu.count'] AS BIGINT) AS gfd_gpus,
+            CASE
+                WHEN replicas > 1 THEN replicas
+                WHEN coalesce(replicas, 1) <= 1 AND coalesce(mig_strategy, 'none') <> 'single'
+                     AND gfd_gpus > 0 AND r.capacity > gfd_gpus AND r.capacity % gfd_gpus = 0
+                    THEN r.capacity // gfd_gpus
+                ELSE 1 END AS shares
         FROM (
             SELECT *, unnest(gpu_resources) AS r FROM core.nodes
             UNION ALL BY NAME

@@ -213,6 +213,12 @@ def test_gpu_hours_count_dra_only_nodes_and_shared_gpus_in_physical_gpus(warehou
     objects = dra_world()
     objects[NODES].append(shared_node("ts", "time-slicing", 4))
     objects[PODS] += [t.pod(f"ts-{i}", uid=f"ts-{i}", node_name="ts", gpus=1) for i in range(6)]
+    objects[NODES].append(
+        t.node(
+            "hami", gpus=80, labels={"nvidia.com/gpu.count": "8", "nvidia.com/gpu.replicas": "1"}
+        )
+    )
+    objects[PODS] += [hami_pod("hami-25", 25), hami_pod("hami-50", 50)]
     load(warehouse, objects)
     load(warehouse, objects)  # a second snapshot: the nodes' first observed interval
     with warehouse.writer() as con:
@@ -229,6 +235,7 @@ def test_gpu_hours_count_dra_only_nodes_and_shared_gpus_in_physical_gpus(warehou
         ("g1", 1.0, 1.0),
         ("g2", 1.0, 1.0),
         ("h1", 4.0, 3.0),
+        ("hami", 8.0, 0.2),  # GPU-hours count a HAMi vGPU as 1/shares (not yet its gpucores)
         ("ts", 8.0, 1.5),
     ]
 
