@@ -101,8 +101,9 @@ buckets AS (
         n.r.capacity AS advertised_gpus,
         n.r.capacity // n.shares AS capacity_gpus,
         n.r.allocatable // n.shares AS allocatable_gpus,
-        CAST(coalesce(h.workload, 0) AS DOUBLE) AS allocated_workload_gpus,
-        CAST(coalesce(h.balloon, 0) AS DOUBLE) AS allocated_balloon_gpus
+        -- rounded: k holders of 1/k each must add up to exactly 1, never to 1 + epsilon
+        round(CAST(coalesce(h.workload, 0) AS DOUBLE), 9) AS allocated_workload_gpus,
+        round(CAST(coalesce(h.balloon, 0) AS DOUBLE), 9) AS allocated_balloon_gpus
     FROM shared AS n
     LEFT JOIN marts.gpu_models AS m ON m.source = 'gfd_product' AND m.spelling = n.gfd_product
     LEFT JOIN held AS h
