@@ -78,9 +78,9 @@ COMMENT ON COLUMN marts.dra_gpu_claims.request IS 'The claim''s device request t
 COMMENT ON COLUMN marts.dra_gpu_claims.driver IS 'DRA driver of the device, e.g. gpu.nvidia.com.';
 COMMENT ON COLUMN marts.dra_gpu_claims.dra_pool IS 'DRA pool of the device (the allocation result''s pool; not a node pool).';
 COMMENT ON COLUMN marts.dra_gpu_claims.device IS 'Device name within (driver, dra_pool).';
-COMMENT ON COLUMN marts.dra_gpu_claims.device_type IS 'gpu or mig (the driver''s type attribute); NULL when no ResourceSlice publishes the device now.';
+COMMENT ON COLUMN marts.dra_gpu_claims.device_type IS 'gpu or mig (the driver''s type attribute); NULL when no current ResourceSlice publishes the device.';
 COMMENT ON COLUMN marts.dra_gpu_claims.node_name IS 'Node whose ResourceSlice publishes the device.';
-COMMENT ON COLUMN marts.dra_gpu_claims.gpu_uuid IS 'UUID of the physical GPU (a MIG device''s parent GPU); NULL when no ResourceSlice publishes the device now.';
+COMMENT ON COLUMN marts.dra_gpu_claims.gpu_uuid IS 'UUID of the physical GPU (a MIG device''s parent GPU); NULL when no current ResourceSlice publishes the device.';
 COMMENT ON COLUMN marts.dra_gpu_claims.mig_uuid IS 'UUID of the MIG instance for a MIG device; NULL for whole GPUs.';
 COMMENT ON COLUMN marts.dra_gpu_claims.mig_profile IS 'MIG profile of a MIG device, e.g. 1g.10gb; NULL for whole GPUs.';
 COMMENT ON COLUMN marts.dra_gpu_claims.gpu_model IS 'Canonical GPU model (marts.gpu_models) of nvml_device_name; NULL when unknown to annex.';
