@@ -6,7 +6,7 @@
 -- daemons of ComputeDomains) are left out; a device no ResourceSlice publishes any more is
 -- kept with NULL GPU columns (the claim still names it). A claim shared by k pods gives k
 -- rows per device, each with holder_pods = k: count a device once per claim, or 1/k per pod.
--- core.gpu_allocations does not include these GPUs yet (issue 38 item 2, second part).
+-- core.gpu_allocations counts the same devices as mechanism = 'dra' rows, 1/k per holder.
 CREATE OR REPLACE VIEW marts.dra_gpu_claims AS
 WITH results AS (
     SELECT
@@ -69,7 +69,7 @@ LEFT JOIN marts.gpu_models AS m
     ON m.source = 'nvml_device_name' AND m.spelling = v.nvml_device_name;
 
 COMMENT ON VIEW marts.dra_gpu_claims IS
-    'GPUs held through DRA: one row per present, allocated ResourceClaim, allocated GPU or MIG device and pod the claim is reserved for, joined to the physical GPU (gpu_uuid) and node that published the device. IMEX channels and daemons are not GPUs and are left out. Not yet counted in core.gpu_allocations.';
+    'GPUs held through DRA: one row per present, allocated ResourceClaim, allocated GPU or MIG device and pod the claim is reserved for, joined to the physical GPU (gpu_uuid) and node that published the device. IMEX channels and daemons are not GPUs and are left out. Counted in core.gpu_allocations as mechanism dra (1/holder_pods per pod).';
 COMMENT ON COLUMN marts.dra_gpu_claims.cluster IS 'Cluster name as configured in annex.';
 COMMENT ON COLUMN marts.dra_gpu_claims.namespace IS 'Namespace of the claim and its pods.';
 COMMENT ON COLUMN marts.dra_gpu_claims.claim_uid IS 'metadata.uid of the ResourceClaim (core.dra_claims).';
@@ -78,9 +78,9 @@ COMMENT ON COLUMN marts.dra_gpu_claims.request IS 'The claim''s device request t
 COMMENT ON COLUMN marts.dra_gpu_claims.driver IS 'DRA driver of the device, e.g. gpu.nvidia.com.';
 COMMENT ON COLUMN marts.dra_gpu_claims.dra_pool IS 'DRA pool of the device (the allocation result''s pool; not a node pool).';
 COMMENT ON COLUMN marts.dra_gpu_claims.device IS 'Device name within (driver, dra_pool).';
-COMMENT ON COLUMN marts.dra_gpu_claims.device_type IS 'gpu or mig (the driver''s type attribute); NULL when no ResourceSlice publishes the device now.';
+COMMENT ON COLUMN marts.dra_gpu_claims.device_type IS 'gpu or mig (the driver''s type attribute); NULL when no current ResourceSlice publishes the device.';
 COMMENT ON COLUMN marts.dra_gpu_claims.node_name IS 'Node whose ResourceSlice publishes the device.';
-COMMENT ON COLUMN marts.dra_gpu_claims.gpu_uuid IS 'UUID of the physical GPU (a MIG device''s parent GPU); NULL when no ResourceSlice publishes the device now.';
+COMMENT ON COLUMN marts.dra_gpu_claims.gpu_uuid IS 'UUID of the physical GPU (a MIG device''s parent GPU); NULL when no current ResourceSlice publishes the device.';
 COMMENT ON COLUMN marts.dra_gpu_claims.mig_uuid IS 'UUID of the MIG instance for a MIG device; NULL for whole GPUs.';
 COMMENT ON COLUMN marts.dra_gpu_claims.mig_profile IS 'MIG profile of a MIG device, e.g. 1g.10gb; NULL for whole GPUs.';
 COMMENT ON COLUMN marts.dra_gpu_claims.gpu_model IS 'Canonical GPU model (marts.gpu_models) of nvml_device_name; NULL when unknown to annex.';

@@ -10,7 +10,8 @@
 --    events/dra_claims: current state.
 --    Every staged column is a kept field (the hash covers them all), boot_id included: a
 --    reboot makes a new version, which attestation coverage reads as a boot change.
--- 4. core.gpu_allocations: open intervals for bound GPU pods, close them at the pod's finish,
+-- 4. core.gpu_allocations: open intervals for bound GPU pods (device-plugin requests and the
+--    GPU/MIG devices of their DRA claims, mechanism column), close them at the pod's finish,
 --    or at the collection time when the pod is gone from a CONSISTENT snapshot.
 -- Objects absent from an inconsistent list are never closed or marked gone.
 -- The CURRENT STATE placeholder below is filled by warehouse/models/kubernetes.py.
@@ -220,7 +221,83 @@ FROM (
 WHERE NOT EXISTS (
     SELECT 1 FROM core.gpu_allocations AS a
     WHERE a.cluster = getvariable('cluster') AND a.pod_uid = p.pod_uid
-      AND a.resource_name = p.r.resource_name
+      AND a.resource_name = p.r.resource_name AND a.mechanism = 'device_plugin'
+);
+
+-- GPUs held through DRA: each allocated claim's GPU and MIG devices (current core.dra_devices;
+-- IMEX channels and daemons carry no gpu_uuid and are no GPUs), per pod the claim is reserved
+-- for, in the buckets of the device plugin's resources (nvidia.com/gpu, nvidia.com/mig-<profile>).
+-- A claim reserved for k pods gives each 1/k of each device: its GPU-hours are counted once.
+-- The interval is the pod's, as for device-plugin rows (closed by the updates above).
+CREATE OR REPLACE TEMP TABLE k8s_dra_holdings AS
+WITH results AS (
+    SELECT claim_uid, reserved_for_pod_uids, unnest(results) AS r
+    FROM k8s_snapshot_resource_claims
+    WHERE allocated AND len(reserved_for_pod_uids) > 0
+),
+gpu_results AS (
+    SELECT
+        x.claim_uid,
+        x.reserved_for_pod_uids,
+        CASE WHEN d.mig_profile IS NOT NULL THEN 'nvidia.com/mig-' || d.mig_profile
+            ELSE 'nvidia.com/gpu' END AS resource_name
+    FROM results AS x
+    JOIN core.dra_devices AS d
+        ON d.cluster = getvariable('cluster') AND d.valid_to IS NULL
+       AND d.driver = x.r.driver AND d.dra_pool = x.r.dra_pool AND d.device = x.r.device
+    WHERE d.gpu_uuid IS NOT NULL
+),
+per_claim AS (
+    SELECT claim_uid, resource_name, any_value(reserved_for_pod_uids) AS pods,
+           count(*) AS devices
+    FROM gpu_results
+    GROUP BY claim_uid, resource_name
+)
+SELECT claim_uid, resource_name, unnest(pods) AS pod_uid,
+       CAST(devices AS DOUBLE) / len(pods) AS gpus
+FROM per_claim;
+
+INSERT INTO core.gpu_allocations BY NAME
+SELECT
+    getvariable('cluster') AS cluster,
+    p.pod_uid,
+    p.namespace,
+    p.pod_name,
+    p.job_name,
+    p.node_name,
+    h.resource_name,
+    h.gpus,
+    p.category,
+    p.priority_class_name,
+    'dra' AS mechanism,
+    h.claim_uid,
+    coalesce(p.scheduled_at, p.started_at, p.creation_timestamp, getvariable('collected_at'))
+        AS valid_from,
+    CASE
+        WHEN p.scheduled_at IS NOT NULL THEN 'scheduled'
+        WHEN p.started_at IS NOT NULL THEN 'started'
+        WHEN p.creation_timestamp IS NOT NULL THEN 'created'
+        ELSE 'collected' END AS valid_from_source,
+    CASE WHEN p.terminal THEN greatest(
+        coalesce(p.scheduled_at, p.started_at, p.creation_timestamp, getvariable('collected_at')),
+        coalesce(p.finished_at, getvariable('collected_at'))) END AS valid_to,
+    CASE WHEN p.terminal THEN
+        CASE WHEN p.finished_at IS NOT NULL THEN 'finished' ELSE 'collected' END END
+        AS valid_to_source,
+    CASE WHEN p.terminal THEN p.finished_at IS NULL END AS valid_to_inferred,
+    getvariable('collection_id') AS opened_collection_id,
+    CASE WHEN p.terminal THEN getvariable('collection_id') END AS closed_collection_id
+FROM k8s_dra_holdings AS h
+JOIN (
+    SELECT *, phase IN ('Succeeded', 'Failed') AS terminal
+    FROM k8s_snapshot_pods
+    WHERE node_name IS NOT NULL
+) AS p ON p.pod_uid = h.pod_uid
+WHERE NOT EXISTS (
+    SELECT 1 FROM core.gpu_allocations AS a
+    WHERE a.cluster = getvariable('cluster') AND a.pod_uid = h.pod_uid
+      AND a.resource_name = h.resource_name AND a.mechanism = 'dra'
+      AND a.claim_uid = h.claim_uid
 );
 
 INSERT INTO audit.kubernetes_lists BY NAME
@@ -243,3 +320,4 @@ DROP TABLE k8s_snapshot_kueue_resource_flavors;
 DROP TABLE k8s_snapshot_resource_claims;
 DROP TABLE k8s_snapshot_resource_slices;
 DROP TABLE k8s_snapshot_dra_devices;
+DROP TABLE k8s_dra_holdings;

@@ -561,11 +561,45 @@ WITH versions AS (
         coalesce(list_filter(n.topology, lambda t: t.level = 1)[1].domain, 'unknown')
             AS failure_domain,
         coalesce(n.ready, false) AND NOT coalesce(n.unschedulable, false) AS schedulable,
-        n.r.capacity AS capacity,
-        n.r.allocatable AS allocatable,
+        n.shares,
+        n.r.capacity // n.shares AS capacity,
+        n.r.allocatable // n.shares AS allocatable,
         n.valid_from,
         least(coalesce(n.valid_to, h.horizon), h.horizon) AS valid_to
-    FROM (SELECT *, unnest(gpu_resources) AS r FROM core.nodes) AS n
+    FROM (
+        -- in physical GPUs, as marts.node_gpu_capacity: a time-sliced or MPS node advertises
+        -- replicas x GPUs (GFD label nvidia.com/gpu.replicas), a HAMi node deviceSplitCount x
+        -- the GPUs GFD counts (nvidia.com/gpu.count); a DRA-only node advertises none, its
+        -- ResourceSlices publish its GPUs. A HAMi pod counts 1/shares per vGPU here.
+        SELECT
+            *,
+            TRY_CAST(labels['nvidia.com/gpu.replicas'] AS BIGINT) AS replicas,
+            TRY_CAST(labels['nvidia.com/gpu.count'] AS BIGINT) AS gfd_gpus,
+            CASE
+                WHEN replicas > 1 THEN replicas
+                WHEN coalesce(replicas, 1) <= 1 AND coalesce(mig_strategy, 'none') <> 'single'
+                     AND gfd_gpus > 0 AND r.capacity > gfd_gpus AND r.capacity % gfd_gpus = 0
+                    THEN r.capacity // gfd_gpus
+                ELSE 1 END AS shares
+        FROM (
+            SELECT *, unnest(gpu_resources) AS r FROM core.nodes
+            UNION ALL BY NAME
+            SELECT n.*, {
+                'resource_name': 'nvidia.com/gpu', 'capacity': d.devices,
+                'allocatable': d.devices
+            } AS r
+            FROM core.nodes AS n
+            JOIN (
+                SELECT cluster, node_name, count(DISTINCT device) AS devices
+                FROM core.dra_devices
+                WHERE gpu_uuid IS NOT NULL AND mig_profile IS NULL AND node_name IS NOT NULL
+                GROUP BY cluster, node_name
+            ) AS d ON d.cluster = n.cluster AND d.node_name = n.node_name
+            WHERE NOT list_contains(
+                list_transform(coalesce(n.gpu_resources, []), lambda x: x.resource_name),
+                'nvidia.com/gpu')
+        )
+    ) AS n
     JOIN util_horizon AS h USING (cluster)
     LEFT JOIN marts.gpu_models AS gm
         ON gm.source = 'gfd_product' AND gm.spelling = n.gfd_product
@@ -622,7 +656,8 @@ held AS (
         s.hour,
         a.namespace,
         a.category,
-        sum(a.gpus * epoch(least(s.seg_to, a.valid_to) - greatest(s.seg_from, a.valid_from))
+        sum(a.gpus / s.shares
+            * epoch(least(s.seg_to, a.valid_to) - greatest(s.seg_from, a.valid_from))
             / 3600.0) AS gpu_hours
     FROM util_segments AS s
     JOIN allocation_hours AS a
