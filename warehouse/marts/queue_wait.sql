@@ -69,7 +69,7 @@ CROSS JOIN clock
 GROUP BY days.cluster, days.namespace, days.local_queue, days.cluster_queue, days.day;
 
 COMMENT ON VIEW marts.queue_wait IS
-    'Who waits for GPUs: per namespace (team), its Kueue LocalQueue and ClusterQueue, and UTC day, from core.kueue_workloads. A workload waits from submission (or from its last eviction, when requeued) to admission; a day counts every workload that waited during it, the GPU demand still queued at its end (today: at the latest inventory), and the p50/p95 wait of the workloads admitted that day.';
+    'Who waits for GPUs: per namespace (team), its Kueue LocalQueue and ClusterQueue, and UTC day, from core.kueue_workloads. A workload waits from submission (or from its last eviction, when requeued) to admission; a day counts every workload that waited during it, the GPU demand still queued at its end (for the current day: at the latest inventory), and the p50/p95 wait of the workloads admitted that day.';
 COMMENT ON COLUMN marts.queue_wait.cluster IS
     'Cluster name as configured in annex.';
 COMMENT ON COLUMN marts.queue_wait.namespace IS
@@ -83,9 +83,9 @@ COMMENT ON COLUMN marts.queue_wait.day IS
 COMMENT ON COLUMN marts.queue_wait.waiting_workloads IS
     'Workloads that waited (not admitted) at some time during the day.';
 COMMENT ON COLUMN marts.queue_wait.still_waiting_workloads IS
-    'Of those, the ones still waiting at the day''s end (today: at the latest inventory).';
+    'Of those, the ones still waiting at the day''s end (for the current day: at the latest inventory).';
 COMMENT ON COLUMN marts.queue_wait.queued_gpus IS
-    'GPU demand queued: GPUs requested by the workloads still waiting at the day''s end (today: at the latest inventory).';
+    'GPU demand queued: GPUs requested by the workloads still waiting at the day''s end (for the current day: at the latest inventory).';
 COMMENT ON COLUMN marts.queue_wait.admitted_workloads IS
     'Workloads admitted during the day (their wait ended).';
 COMMENT ON COLUMN marts.queue_wait.wait_p50_seconds IS
