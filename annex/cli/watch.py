@@ -45,8 +45,10 @@ def register(commands: Any) -> None:
     watch.add_argument("--once", action="store_true", help="catch up to the server, then exit")
     watch.add_argument(
         "--resources",
-        default="pods,nodes,jobs,events",
-        help="comma-separated resources to follow (default: pods,nodes,jobs,events)",
+        default="",
+        help="comma-separated resources to follow (default: pods, nodes, jobs, events, and "
+        "resource_slices, resource_claims and the kueue_* resources where the server serves "
+        "them)",
     )
     watch.add_argument(
         "--timeout-seconds",
@@ -103,7 +105,7 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
             cluster=target.name,
             settings=settings,
             options=WatchOptions(timeout_seconds=args.timeout_seconds),
-            resources=resources,
+            resources=resources or None,
             publish_every_seconds=args.publish_every,
             topology_profile=target.topology_profile,
         )
