@@ -104,6 +104,7 @@ OBJECTS = pa.schema(
 )
 """One row per object changed in a batch: its identity and last known state."""
 
+
 def _watch_schema(base: pa.Schema) -> pa.Schema:
     return base.append(pa.field("deleted", pa.bool_())).append(
         pa.field("observed_at", schema.TIMESTAMP)
