@@ -46,6 +46,7 @@ from typing import Protocol
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from annex.errors import WarehouseError
 from warehouse.load import RAW_CAP_BYTES
@@ -197,7 +198,7 @@ def commit_batch(
                     continue
                 con.register(relation, pa.Table.from_batches([rows]))
                 try:
-                    _merge_decoded(con, attribute, "watch")
+                    _merge_decoded(con, attribute, "watch", dra=_may_change_dra(attribute, rows))
                 finally:
                     con.unregister(relation)
         finally:
@@ -254,14 +255,30 @@ def commit_snapshot(
                     con.execute(f"DROP TABLE IF EXISTS temp.{table}")
 
 
-def _merge_decoded(con: duckdb.DuckDBPyConnection, attribute: str, what: str) -> None:
+def _merge_decoded(
+    con: duckdb.DuckDBPyConnection, attribute: str, what: str, *, dra: bool = True
+) -> None:
     """The statements that read one kind of decoded rows (``_DECODED``; registered or staged
-    under its relation's name): pods' own device-plugin intervals and the DRA state they,
-    claims or slices feed, then the DRA holdings that state now completes or ends."""
+    under its relation's name): pods' own device-plugin intervals and, unless ``dra`` is
+    false, the DRA state they, claims or slices feed, then the DRA holdings that state now
+    completes or ends."""
     if attribute == "pods":
         _run(con, _ALLOCATIONS_SQL, f"{what} allocations")
-    _run(con, _DRA_SQL[attribute], f"{what} DRA {attribute}")
-    _run(con, _DRA_SQL["allocations"], f"{what} DRA allocations")
+    if dra:
+        _run(con, _DRA_SQL[attribute], f"{what} DRA {attribute}")
+        _run(con, _DRA_SQL["allocations"], f"{what} DRA allocations")
+
+
+def _may_change_dra(attribute: str, rows: pa.RecordBatch) -> bool:
+    """Whether a batch of changes can change a DRA holding: claims and slices always; pods
+    only when one of them names ResourceClaims (a pod's claims are fixed at its creation, its
+    DELETED event still names them; other pods are not in core.watched_dra_pods). Most pod
+    batches skip the DRA statements (about 60 ms per 500 pods on 2 shared cores). A list
+    always runs them: what it lacks is gone."""
+    if attribute != "pods":
+        return True
+    claims = rows.column(rows.schema.get_field_index("resource_claims"))
+    return rows.num_rows > 0 and (pc.max(claims).as_py() or 0) > 0
 
 
 def _stage_pages(
