@@ -27,9 +27,12 @@ def register(commands: Any) -> None:
         "watch",
         help="record allocation changes as they happen (list-then-watch), read-only",
         description=(
-            "Follow pods, nodes, jobs and events of one cluster with list-then-watch and "
-            "commit every change, with its resume point, into the warehouse: the exact GPU "
-            "allocation history (marts.watched_gpu_allocations), short jobs included. Runs "
+            "Follow pods, nodes, jobs and events of one cluster, and DRA's ResourceSlices and "
+            "ResourceClaims and Kueue's objects where the server serves them, with "
+            "list-then-watch and commit every change, with its resume point, into the "
+            "warehouse: the exact GPU allocation history (marts.watched_gpu_allocations: "
+            "device-plugin requests and GPUs held through ResourceClaims), short jobs "
+            "included. Runs "
             "until stopped (SIGTERM / Ctrl-C); --once catches up and exits."
         ),
     )
