@@ -180,6 +180,14 @@ def test_the_watch_records_every_claim_and_slice_and_the_truths_dra_holdings(
         CLUSTER,
     )
     assert history == [("watch", len(watch))]
+    # and the watch-vs-snapshot reconciliation check finds no holding in one and not the other
+    # (the watch is "behind" only because this snapshot was taken after its last commit)
+    from pipelines.defs.watch.checks import watch_drift
+
+    with wh.writer() as con:
+        drift = watch_drift(con, CLUSTER).metadata
+    assert drift["snapshots_compared"] == 1
+    assert (drift["holdings_only_in_snapshot"], drift["holdings_only_in_watch"]) == (0, 0)
 
     # A second catch-up commits only what changed: nothing new opens.
     catch_up(api, wh, settings)
