@@ -17,12 +17,12 @@ import msgspec
 import pytest
 
 from annex.settings import KubernetesSettings, WarehouseSettings
-from collectors.kubernetes.history import HistoryBatch, ResourceHistory, _Buffer
+from collectors.kubernetes.history import HistoryBatch, HistorySnapshot, ResourceHistory, _Buffer
 from collectors.kubernetes.watch import WatchEvent
 from tests.helpers import dra_objects as dra
 from tests.helpers.kubernetes_api import pod
 from warehouse import Warehouse
-from warehouse.models.watch import commit_batch
+from warehouse.models.watch import commit_batch, commit_snapshot
 
 NODE = "node-1"
 COMPUTE = "compute-domain.nvidia.com"
@@ -187,3 +187,43 @@ def test_a_claim_deleted_or_released_closes_and_the_pods_own_end_refines_it(
         "finished",
         False,
     )
+
+
+def listed(table: str, objects: list[dict]) -> HistorySnapshot:
+    """A list of ``table`` (the first, or a relist after a 410) as ``ResourceHistory`` yields it."""
+    history = ResourceHistory(None, table, KubernetesSettings())  # type: ignore[arg-type]
+    raws = [msgspec.json.encode(obj) for obj in objects]
+
+    def fetch(snapshot: HistorySnapshot):
+        snapshot.resource_version = str(next(RV))
+        yield history._snapshot_page(raws, history._decoder(), 0, first=True)
+
+    return HistorySnapshot(table, history.resource.api_path, fetch)
+
+
+def commit_list(wh: Warehouse, snapshot: HistorySnapshot) -> None:
+    with wh.writer() as con:
+        commit_snapshot(con, snapshot, cluster="c", session_id="s")
+
+
+def test_lists_open_holdings_and_a_relist_closes_what_it_lacks(wh: Warehouse) -> None:
+    commit_list(wh, listed("pods", [*PODS, pod("plain", gpus=2)]))
+    commit_list(wh, listed("resource_claims", CLAIMS))
+    commit_list(wh, listed("resource_slices", SLICES))
+    assert holdings(wh) == EXPECTED
+
+    # a relist of slices without the GPU slice ends no holding (the claims still hold them)
+    commit_list(wh, listed("resource_slices", SLICES[1:]))
+    assert holdings(wh) == EXPECTED
+    # a relist of claims without c1 ends p1's holdings; one of pods without p2 ends p2's
+    commit_list(wh, listed("resource_claims", CLAIMS[1:]))
+    commit_list(wh, listed("pods", [PODS[0], PODS[2]]))
+    assert holdings(wh) == EXPECTED[3:]
+    closed = ends(wh)
+    assert closed[("p1", "nvidia.com/gpu")][2:] == ("claim_deleted", True)
+    assert closed[("p2", "nvidia.com/gpu")][2:] == ("relisted", True)
+    with wh.writer() as con:
+        plain = con.execute(
+            "SELECT mechanism, gpus FROM core.watched_gpu_allocations WHERE pod_name = 'plain'"
+        ).fetchall()
+    assert plain == [("device_plugin", 2.0)]
