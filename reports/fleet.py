@@ -54,6 +54,38 @@ _SUMS = """
         / nullif(sum(telemetry_gpu_hours) FILTER (WHERE busy IS NOT NULL), 0) AS busy,
     sum(energy_mwh) AS energy_mwh"""
 
+SHARED_GPUS_SQL = """
+        SELECT cluster, sharing_strategy, count(DISTINCT node_name) AS nodes,
+               CAST(sum(physical_gpus) AS BIGINT) AS physical_gpus,
+               min(shares) AS shares_min, max(shares) AS shares_max,
+               CAST(sum(advertised_gpus) AS BIGINT) AS shares_advertised,
+               CASE WHEN sharing_strategy IN ('time-slicing', 'mps')
+                   THEN CAST(round(sum((allocated_workload_gpus + allocated_balloon_gpus)
+                                       * shares)) AS BIGINT)
+               END AS shares_allocated,
+               sum(allocated_workload_gpus + allocated_balloon_gpus) AS held_gpus,
+               sum(free_gpus) AS free_gpus
+        FROM marts.node_gpu_capacity
+        WHERE whole_gpus AND sharing_strategy <> 'none'
+        GROUP BY cluster, sharing_strategy
+        ORDER BY cluster, sharing_strategy
+"""
+"""Shared GPUs per cluster and strategy at the latest inventory: the report's and the CLI
+summary's (``annex.cli.summary``) one definition."""
+
+DRA_NOW_SQL = """
+        SELECT cluster, count(DISTINCT claim_uid) AS claims,
+               count(DISTINCT gpu_uuid) FILTER (WHERE mig_uuid IS NULL) AS gpus,
+               count(DISTINCT mig_uuid) AS mig_devices,
+               count(DISTINCT pod_uid) AS pods,
+               count(DISTINCT node_name) AS nodes,
+               count(DISTINCT claim_uid) FILTER (WHERE holder_pods > 1) AS shared_claims
+        FROM marts.dra_gpu_claims
+        GROUP BY cluster
+        ORDER BY cluster
+"""
+"""GPUs held through DRA claims per cluster at the latest inventory (report and CLI summary)."""
+
 QUERIES = (
     COVERAGE_SOURCES,
     EvidenceQuery(
@@ -350,22 +382,7 @@ QUERIES = (
         "shares advertised to the scheduler, shares allocated (time-slicing and MPS: replicas "
         "held; HAMi pods hold their nvidia.com/gpucores percent instead) and the physical GPUs "
         "they amount to.",
-        """
-        SELECT cluster, sharing_strategy, count(DISTINCT node_name) AS nodes,
-               CAST(sum(physical_gpus) AS BIGINT) AS physical_gpus,
-               min(shares) AS shares_min, max(shares) AS shares_max,
-               CAST(sum(advertised_gpus) AS BIGINT) AS shares_advertised,
-               CASE WHEN sharing_strategy IN ('time-slicing', 'mps')
-                   THEN CAST(round(sum((allocated_workload_gpus + allocated_balloon_gpus)
-                                       * shares)) AS BIGINT)
-               END AS shares_allocated,
-               sum(allocated_workload_gpus + allocated_balloon_gpus) AS held_gpus,
-               sum(free_gpus) AS free_gpus
-        FROM marts.node_gpu_capacity
-        WHERE whole_gpus AND sharing_strategy <> 'none'
-        GROUP BY cluster, sharing_strategy
-        ORDER BY cluster, sharing_strategy
-        """,
+        SHARED_GPUS_SQL,
     ),
     EvidenceQuery(
         "dra_now",
@@ -373,17 +390,7 @@ QUERIES = (
         "(marts.dra_gpu_claims): claims, physical GPUs, MIG devices, the pods holding them and "
         "the nodes they are on. They are counted in every allocation figure of this report "
         "like device-plugin GPUs.",
-        """
-        SELECT cluster, count(DISTINCT claim_uid) AS claims,
-               count(DISTINCT gpu_uuid) FILTER (WHERE mig_uuid IS NULL) AS gpus,
-               count(DISTINCT mig_uuid) AS mig_devices,
-               count(DISTINCT pod_uid) AS pods,
-               count(DISTINCT node_name) AS nodes,
-               count(DISTINCT claim_uid) FILTER (WHERE holder_pods > 1) AS shared_claims
-        FROM marts.dra_gpu_claims
-        GROUP BY cluster
-        ORDER BY cluster
-        """,
+        DRA_NOW_SQL,
     ),
     EvidenceQuery(
         "queue_quota",
