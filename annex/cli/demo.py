@@ -284,8 +284,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     ):
         kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
         print(
-            f"simulated GPU cluster of {plural(args.nodes, 'node')} (seed {args.seed}) serving "
-            f"at {cluster.url} (kubeconfig: {kubeconfig})"
+            f"simulated GPU cluster of {plural(args.nodes, 'node')} (seed {args.seed}, "
+            f"{describe(features)}) serving at {cluster.url} (kubeconfig: {kubeconfig})"
         )
         print(f"serving its DCGM telemetry through a Prometheus API at {telemetry.prometheus_url}")
         target = ClusterSettings(
