@@ -3,9 +3,11 @@
 Coverage and data quality come first (what was not collected is shown as missing, never read
 as clean), then the KPIs against the previous period, findings (a summary by severity and kind,
 then one finding per subject: one per degraded GPU with all its slow benchmarks), capacity and
-allocation by node pool and failure domain, teams (namespaces) with allocated-but-idle
-GPU-hours, degraded GPUs with their evidence, blast radius per failure domain, and the asset
-checks' outcomes.
+allocation by node pool and failure domain (shared GPUs shown as physical GPUs beside the
+shares the scheduler counts, GPUs held through DRA claims named), teams (namespaces) with
+allocated-but-idle GPU-hours, degraded GPUs with their evidence, blast radius per failure
+domain, the asset checks' outcomes, and who waits for GPUs in Kueue's queues (or, plainly, that
+a cluster runs no Kueue).
 
 Two sources meet in the idle figures: the inventory (Kubernetes) says who was allocated how many
 GPU-hours, DCGM telemetry which of them idled. The marts compare them only on node-hours both
@@ -361,14 +363,17 @@ QUERIES = (
     ),
     EvidenceQuery(
         "optional_apis",
-        "Per cluster, the inventory lists of the period (audit.kubernetes_lists) and how many of "
-        "them read Kueue's (kueue.x-k8s.io) and DRA's (resource.k8s.io) objects: annex lists "
-        "them only where the API server serves them, so none means the cluster runs none.",
+        "Per cluster, the inventory lists of the period (audit.kubernetes_lists) and the Kueue "
+        "(kueue.x-k8s.io) and DRA (resource.k8s.io) objects they read: annex lists them only "
+        "where the API server serves them, so none means the cluster runs no Kueue queues or "
+        "DRA devices.",
         """
         SELECT cluster, count(DISTINCT collection_id) AS collections,
-               count(*) FILTER (WHERE starts_with(resource, 'kueue_')) AS kueue_lists,
-               count(*) FILTER (WHERE resource IN ('resource_slices', 'resource_claims'))
-                   AS dra_lists
+               CAST(coalesce(sum(items) FILTER (WHERE starts_with(resource, 'kueue_')), 0)
+                   AS BIGINT) AS kueue_objects,
+               CAST(coalesce(sum(items) FILTER (
+                   WHERE resource IN ('resource_slices', 'resource_claims')), 0) AS BIGINT)
+                   AS dra_objects
         FROM audit.kubernetes_lists
         WHERE started_at >= $start_ts AND started_at < $end_ts
         GROUP BY cluster
@@ -622,17 +627,18 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "queues_now": queues_now,
         "kueue": _kueue_state(optional_apis, queues, queue_quota),
         "borrowing": [row for row in queue_quota if row["borrowed_gpus"]],
-        "dra_served": any(row["dra_lists"] for row in optional_apis),
+        "dra_served": any(row["dra_objects"] for row in optional_apis),
         "shared": [_shares_in_words(row) for row in evidence.records("shared_gpus")],
         "dra_now": evidence.records("dra_now"),
     }
 
 
 def _kueue_state(lists: Rows, queues: Rows, quota: Rows) -> str:
-    """Whether the period's inventories read Kueue: ``seen`` (queues were listed, or rows
-    exist), ``absent`` (inventories listed the clusters and none served kueue.x-k8s.io: no
-    Kueue runs) or ``unknown`` (no inventory list in the period to tell)."""
-    if queues or quota or any(row["kueue_lists"] for row in lists):
+    """Whether the period's inventories saw Kueue: ``seen`` (they read Kueue objects, or its
+    marts have rows), ``absent`` (inventories listed the clusters and found no Kueue object, or
+    no kueue.x-k8s.io API at all: no Kueue queues run) or ``unknown`` (no inventory list in the
+    period to tell)."""
+    if queues or quota or any(row["kueue_objects"] for row in lists):
         return "seen"
     return "absent" if lists else "unknown"
 

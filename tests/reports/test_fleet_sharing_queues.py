@@ -118,17 +118,27 @@ def test_the_queue_now_is_the_last_day_of_the_period_per_cluster(con) -> None:
     ]
 
 
-def test_optional_apis_say_which_clusters_served_kueue_and_dra(con) -> None:
+def test_optional_apis_count_the_kueue_and_dra_objects_each_cluster_served(con) -> None:
+    """A served but empty API (Kueue's CRDs installed, no queue) counts no object."""
     con.execute("CREATE SCHEMA audit")
     con.execute(
         "CREATE TABLE audit.kubernetes_lists (collection_id VARCHAR, cluster VARCHAR, "
-        "resource VARCHAR, started_at TIMESTAMP)"
+        "resource VARCHAR, items BIGINT, started_at TIMESTAMP)"
     )
     at = datetime(2026, 11, 5)
     con.executemany(
-        "INSERT INTO audit.kubernetes_lists VALUES (?, ?, ?, ?)",
-        [("a", "with", r, at) for r in ("pods", "kueue_workloads", "resource_claims")]
-        + [("b", "without", "pods", at), ("b", "without", "nodes", at)],
+        "INSERT INTO audit.kubernetes_lists VALUES (?, ?, ?, ?, ?)",
+        [
+            ("a", "kueue", "pods", 40, at),
+            ("a", "kueue", "kueue_workloads", 7, at),
+            ("a", "kueue", "kueue_cluster_queues", 2, at),
+            ("a", "kueue", "resource_claims", 3, at),
+            ("b", "empty", "pods", 9, at),
+            ("b", "empty", "kueue_workloads", 0, at),
+            ("b", "empty", "resource_slices", 0, at),
+            ("c", "plain", "pods", 5, at),
+            ("d", "plain", "pods", 5, datetime(2026, 12, 2)),  # after the period
+        ],
     )
     rows = _records(
         con,
@@ -136,9 +146,10 @@ def test_optional_apis_say_which_clusters_served_kueue_and_dra(con) -> None:
         start_ts=datetime(2026, 11, 1),
         end_ts=datetime(2026, 12, 1),
     )
-    assert [(r["cluster"], r["kueue_lists"], r["dra_lists"]) for r in rows] == [
-        ("with", 1, 1),
-        ("without", 0, 0),
+    assert [tuple(r.values()) for r in rows] == [
+        ("empty", 1, 0, 0),
+        ("kueue", 1, 9, 3),
+        ("plain", 1, 0, 0),
     ]
 
 
@@ -222,8 +233,8 @@ NOW = {
     "queued_gpus": 32,
     "cluster_queues": 2,
 }
-LISTS_KUEUE = {"cluster": "c1", "collections": 30, "kueue_lists": 120, "dra_lists": 60}
-LISTS_PLAIN = {"cluster": "c1", "collections": 30, "kueue_lists": 0, "dra_lists": 0}
+LISTS_KUEUE = {"cluster": "c1", "collections": 30, "kueue_objects": 120, "dra_objects": 60}
+LISTS_PLAIN = {"cluster": "c1", "collections": 30, "kueue_objects": 0, "dra_objects": 0}
 
 
 def page_text(rows: dict[str, list[dict[str, Any]]]) -> str:
@@ -269,7 +280,9 @@ def test_dra_held_gpus_are_named_and_said_to_be_counted() -> None:
     assert "by 4 pods on 2 nodes (1 of the claims shared by several pods" in text
     assert "counts them in every allocation figure" in text
     plain = page_text({"optional_apis": [LISTS_PLAIN]})
-    assert "No GPU was held through DRA ResourceClaims at the latest inventory (no cluster" in plain
+    assert (
+        "No GPU was held through DRA ResourceClaims at the latest inventory (the period's" in plain
+    )
 
 
 def test_queues_say_who_waits_now_and_who_borrows() -> None:
@@ -297,7 +310,7 @@ def test_kueue_without_waiting_workloads_shows_an_empty_wait_table() -> None:
 
 def test_a_cluster_without_kueue_is_said_to_run_none_with_its_pending_pods() -> None:
     text = page_text({"optional_apis": [LISTS_PLAIN]})
-    assert "The clusters run no Kueue" in text
+    assert "The clusters run no Kueue queues" in text
     assert "3 pods were pending in c1, asking for 12 GPUs" in text
     assert "GAP" not in text.split("9. Queues")[-1]
 
