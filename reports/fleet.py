@@ -3,9 +3,11 @@
 Coverage and data quality come first (what was not collected is shown as missing, never read
 as clean), then the KPIs against the previous period, findings (a summary by severity and kind,
 then one finding per subject: one per degraded GPU with all its slow benchmarks), capacity and
-allocation by node pool and failure domain, teams (namespaces) with allocated-but-idle
-GPU-hours, degraded GPUs with their evidence, blast radius per failure domain, and the asset
-checks' outcomes.
+allocation by node pool and failure domain (shared GPUs shown as physical GPUs beside the
+shares the scheduler counts, GPUs held through DRA claims named), teams (namespaces) with
+allocated-but-idle GPU-hours, degraded GPUs with their evidence, blast radius per failure
+domain, the asset checks' outcomes, and who waits for GPUs in Kueue's queues (or, plainly, that
+a cluster runs no Kueue).
 
 Two sources meet in the idle figures: the inventory (Kubernetes) says who was allocated how many
 GPU-hours, DCGM telemetry which of them idled. The marts compare them only on node-hours both
@@ -53,6 +55,38 @@ _SUMS = """
     sum(busy * telemetry_gpu_hours)
         / nullif(sum(telemetry_gpu_hours) FILTER (WHERE busy IS NOT NULL), 0) AS busy,
     sum(energy_mwh) AS energy_mwh"""
+
+SHARED_GPUS_SQL = """
+        SELECT cluster, sharing_strategy, count(DISTINCT node_name) AS nodes,
+               CAST(sum(physical_gpus) AS BIGINT) AS physical_gpus,
+               min(shares) AS shares_min, max(shares) AS shares_max,
+               CAST(sum(advertised_gpus) AS BIGINT) AS shares_advertised,
+               CASE WHEN sharing_strategy IN ('time-slicing', 'mps')
+                   THEN CAST(round(sum((allocated_workload_gpus + allocated_balloon_gpus)
+                                       * shares)) AS BIGINT)
+               END AS shares_allocated,
+               sum(allocated_workload_gpus + allocated_balloon_gpus) AS held_gpus,
+               sum(free_gpus) AS free_gpus
+        FROM marts.node_gpu_capacity
+        WHERE whole_gpus AND sharing_strategy <> 'none'
+        GROUP BY cluster, sharing_strategy
+        ORDER BY cluster, sharing_strategy
+"""
+"""Shared GPUs per cluster and strategy at the latest inventory: the report's and the CLI
+summary's (``annex.cli.summary``) one definition."""
+
+DRA_NOW_SQL = """
+        SELECT cluster, count(DISTINCT claim_uid) AS claims,
+               count(DISTINCT gpu_uuid) FILTER (WHERE mig_uuid IS NULL) AS gpus,
+               count(DISTINCT mig_uuid) AS mig_devices,
+               count(DISTINCT pod_uid) AS pods,
+               count(DISTINCT node_name) AS nodes,
+               count(DISTINCT claim_uid) FILTER (WHERE holder_pods > 1) AS shared_claims
+        FROM marts.dra_gpu_claims
+        GROUP BY cluster
+        ORDER BY cluster
+"""
+"""GPUs held through DRA claims per cluster at the latest inventory (report and CLI summary)."""
 
 QUERIES = (
     COVERAGE_SOURCES,
@@ -248,7 +282,7 @@ QUERIES = (
         "blast radius is computed on.",
         """
         SELECT cluster, nodes, ready_nodes, gpu_nodes, capacity_gpus, allocated_workload_gpus,
-               allocated_balloon_gpus, free_gpus, unavailable_gpus, queued_gpus,
+               allocated_balloon_gpus, free_gpus, unavailable_gpus, queued_pods, queued_gpus,
                last_collected_at, snapshot_consistent
         FROM marts.fleet_summary
         ORDER BY cluster
@@ -308,6 +342,60 @@ QUERIES = (
         ORDER BY wait_p95_hours_max DESC NULLS LAST, queued_gpus_max DESC, cluster, namespace,
                  cluster_queue
         """,
+    ),
+    EvidenceQuery(
+        "queues_now",
+        "Workloads still waiting for GPUs per cluster at the end of the last day of the period "
+        "with Kueue evidence (for the current day: at the latest inventory), and the GPUs they "
+        "ask for (marts.queue_wait).",
+        """
+        SELECT cluster, day,
+               CAST(sum(still_waiting_workloads) AS BIGINT) AS waiting_workloads,
+               CAST(sum(queued_gpus) AS BIGINT) AS queued_gpus,
+               count(DISTINCT cluster_queue) FILTER (WHERE still_waiting_workloads > 0)
+                   AS cluster_queues
+        FROM marts.queue_wait
+        WHERE day >= $start AND day < $end
+        GROUP BY cluster, day
+        QUALIFY day = max(day) OVER (PARTITION BY cluster)
+        ORDER BY cluster
+        """,
+    ),
+    EvidenceQuery(
+        "optional_apis",
+        "Per cluster, the inventory lists of the period (audit.kubernetes_lists) and the Kueue "
+        "(kueue.x-k8s.io) and DRA (resource.k8s.io) objects they read: annex lists them only "
+        "where the API server serves them, so none means the cluster runs no Kueue queues or "
+        "DRA devices.",
+        """
+        SELECT cluster, count(DISTINCT collection_id) AS collections,
+               CAST(coalesce(sum(items) FILTER (WHERE starts_with(resource, 'kueue_')), 0)
+                   AS BIGINT) AS kueue_objects,
+               CAST(coalesce(sum(items) FILTER (
+                   WHERE resource IN ('resource_slices', 'resource_claims')), 0) AS BIGINT)
+                   AS dra_objects
+        FROM audit.kubernetes_lists
+        WHERE started_at >= $start_ts AND started_at < $end_ts
+        GROUP BY cluster
+        ORDER BY cluster
+        """,
+    ),
+    EvidenceQuery(
+        "shared_gpus",
+        "Shared GPUs at the latest inventory, per cluster and sharing strategy "
+        "(marts.node_gpu_capacity, whole-GPU rows): nodes, physical GPUs, shares per GPU, "
+        "shares advertised to the scheduler, shares allocated (time-slicing and MPS: replicas "
+        "held; HAMi pods hold their nvidia.com/gpucores percent instead) and the physical GPUs "
+        "they amount to.",
+        SHARED_GPUS_SQL,
+    ),
+    EvidenceQuery(
+        "dra_now",
+        "GPUs held through DRA ResourceClaims at the latest inventory, per cluster "
+        "(marts.dra_gpu_claims): claims, physical GPUs, MIG devices, the pods holding them and "
+        "the nodes they are on. They are counted in every allocation figure of this report "
+        "like device-plugin GPUs.",
+        DRA_NOW_SQL,
     ),
     EvidenceQuery(
         "queue_quota",
@@ -423,6 +511,9 @@ def build(evidence: Evidence) -> dict[str, Any]:
     blast = evidence.records("blast_radius")
     checks = evidence.records("checks")
     queues = evidence.records("queues")
+    queue_quota = evidence.records("queue_quota")
+    optional_apis = evidence.records("optional_apis")
+    queues_now = [row for row in evidence.records("queues_now") if row["waiting_workloads"]]
 
     gap_days = [row["day"] for row in daily if not row["capacity_gpu_hours"]]
     thin_days = [
@@ -532,8 +623,36 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "checks": checks,
         "queues": queues[:TOP],
         "queues_total": len(queues),
-        "queue_quota": evidence.records("queue_quota"),
+        "queue_quota": queue_quota,
+        "queues_now": queues_now,
+        "kueue": _kueue_state(optional_apis, queues, queue_quota),
+        "borrowing": [row for row in queue_quota if row["borrowed_gpus"]],
+        "dra_served": any(row["dra_objects"] for row in optional_apis),
+        "shared": [_shares_in_words(row) for row in evidence.records("shared_gpus")],
+        "dra_now": evidence.records("dra_now"),
     }
+
+
+def _kueue_state(lists: Rows, queues: Rows, quota: Rows) -> str:
+    """Whether the period's inventories saw Kueue: ``seen`` (they read Kueue objects, or its
+    marts have rows), ``absent`` (inventories listed the clusters and found no Kueue object, or
+    no kueue.x-k8s.io API at all: no Kueue queues run) or ``unknown`` (no inventory list in the
+    period to tell)."""
+    if queues or quota or any(row["kueue_objects"] for row in lists):
+        return "seen"
+    return "absent" if lists else "unknown"
+
+
+def _shares_in_words(row: Row) -> Row:
+    """The row with its shares per GPU (\"4\", or \"2-4\" when the nodes differ) and
+    shares allocated (HAMi pods hold a gpucores percent, not a count of shares) as text."""
+    low, high = row["shares_min"], row["shares_max"]
+    allocated = row["shares_allocated"]
+    return dict(
+        row,
+        shares_per_gpu=f"{low}" if low == high else f"{low}\u2013{high}",
+        shares_allocated_text="by gpucores %" if allocated is None else f"{allocated:,}",
+    )
 
 
 def _ratio(row: Row | None, numerator: str, denominator: str) -> float | None:

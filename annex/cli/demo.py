@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from annex.cli.arguments import positive_int
 from annex.cli.counts import noun, plural
 from annex.cli.hints import annex_command, next_steps
+from annex.cli.world_features import add_features_option, chosen_features, describe
 from annex.errors import ConfigError
 from annex.settings import ClusterSettings, Settings, load_settings
 
@@ -226,8 +227,9 @@ def register(commands: Any) -> None:
         type=int,
         default=0,
         metavar="N",
-        help="world seed: the same seed and size build the same world (default: 0)",
+        help="world seed: the same seed, size and features build the same world (default: 0)",
     )
+    add_features_option(demo)
     demo.add_argument(
         "--out",
         type=Path,
@@ -260,17 +262,19 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.nodes > 7500:
         raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
+    features = chosen_features(args.nodes, args.features)
     args.out.mkdir(parents=True, exist_ok=True)
     stages = Stages(DEMO_STAGES, quiet=args.quiet)
     # The world's present is this moment, so that what annex collects now (the inventory,
     # telemetry, attestations pushed live) and the world's history line up in time; a rerun on
     # a warehouse that holds the demo's evidence rebuilds the same world (the same run ids, Job
     # uids and event ids), so it collects the same evidence again and changes no figure.
-    clock = _demo_world_clock(settings, args)
+    clock = _demo_world_clock(settings, args, features)
     with stages.stage(
-        f"building a simulated GPU cluster of {plural(args.nodes, 'node')} (seed {args.seed})"
+        f"building a simulated GPU cluster of {plural(args.nodes, 'node')} "
+        f"(seed {args.seed}, {describe(features)})"
     ):
-        world = build_world(nodes=args.nodes, seed=args.seed, now=clock)
+        world = build_world(nodes=args.nodes, seed=args.seed, now=clock, features=features)
     # the simulated Prometheus's present is the world's: the same world serves the same
     # samples, however much later a rerun asks
     present = world.now.timestamp()
@@ -280,8 +284,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     ):
         kubeconfig = cluster.write_kubeconfig(args.out / "kubeconfig", context="annex-demo")
         print(
-            f"simulated GPU cluster of {plural(args.nodes, 'node')} (seed {args.seed}) serving "
-            f"at {cluster.url} (kubeconfig: {kubeconfig})"
+            f"simulated GPU cluster of {plural(args.nodes, 'node')} (seed {args.seed}, "
+            f"{describe(features)}) serving at {cluster.url} (kubeconfig: {kubeconfig})"
         )
         print(f"serving its DCGM telemetry through a Prometheus API at {telemetry.prometheus_url}")
         target = ClusterSettings(
@@ -404,15 +408,17 @@ def _naive_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 
-def _demo_world_clock(settings: Settings, args: argparse.Namespace) -> datetime:
+def _demo_world_clock(
+    settings: Settings, args: argparse.Namespace, features: frozenset[str]
+) -> datetime:
     """The simulated world's present: the one recorded in ``<out>/world.json`` by the last demo
-    of the same seed and size when the warehouse holds that demo's collections, else now (and
-    recorded for the next rerun)."""
+    of the same seed, size and features when the warehouse holds that demo's collections, else
+    now (and recorded for the next rerun)."""
 
     from warehouse import Warehouse
 
     state = args.out / "world.json"
-    key = {"seed": args.seed, "nodes": args.nodes}
+    key = {"seed": args.seed, "nodes": args.nodes, "features": sorted(features)}
     try:
         recorded = json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError):

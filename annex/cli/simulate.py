@@ -12,6 +12,7 @@ from typing import Any
 from annex.cli.arguments import positive_int
 from annex.cli.counts import plural
 from annex.cli.hints import annex_command
+from annex.cli.world_features import add_features_option, chosen_features, describe
 from annex.errors import ConfigError
 from annex.settings import Settings
 
@@ -34,6 +35,7 @@ def register(commands: Any) -> None:
         help="where to write the kubeconfig (default: .demo/kubeconfig)",
     )
     simulate.add_argument("--seed", type=int, default=0, help="world seed (same seed, same world)")
+    add_features_option(simulate)
     simulate.set_defaults(run=cmd_simulate)
 
 
@@ -43,25 +45,35 @@ def cmd_simulate(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.nodes > 7500:
         raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
+    features = chosen_features(args.nodes, args.features)
     started = time.perf_counter()
     # The world's present is this moment, so that what annex collects now (the inventory,
     # telemetry, attestations pushed live) and the world's history line up in time.
     world = build_world(
-        nodes=args.nodes, seed=args.seed, now=datetime.now(UTC).replace(microsecond=0)
+        nodes=args.nodes,
+        seed=args.seed,
+        now=datetime.now(UTC).replace(microsecond=0),
+        features=features,
     )
     # TLS, because kubectl sends a bearer token only over HTTPS.
     with SimulatedCluster(world, port=args.port, tls=True) as cluster:
         kubeconfig = cluster.write_kubeconfig(args.kubeconfig)
         counts = cluster.counts()
+        kubectl = f"kubectl --kubeconfig {kubeconfig}"
+        tries = [f"{kubectl} get nodes"]
+        if "dra" in features:
+            tries += [f"{kubectl} get resourceclaims -A", f"{kubectl} get resourceslices"]
+        if "kueue" in features:
+            tries.append(f"{kubectl} get workloads.kueue.x-k8s.io -A")
+        tries.append(annex_command(f"collect cluster --kubeconfig {kubeconfig}"))
         print(
             f"simulated cluster: {plural(counts.get('nodes', 0), 'node')}, "
-            f"{plural(counts.get('pods', 0), 'pod')} "
-            f"(seed {args.seed}, built in {time.perf_counter() - started:.1f} s)\n"
+            f"{plural(counts.get('pods', 0), 'pod')} (seed {args.seed}, {describe(features)}, "
+            f"built in {time.perf_counter() - started:.1f} s)\n"
             f"serving {cluster.url}\n"
             f"kubeconfig: {kubeconfig}\n"
-            f"  kubectl --kubeconfig {kubeconfig} get nodes\n"
-            f"  {annex_command(f'collect cluster --kubeconfig {kubeconfig}')}\n"
-            "Ctrl-C to stop.",
+            + "".join(f"  {line}\n" for line in tries)
+            + "Ctrl-C to stop.",
             flush=True,
         )
         try:

@@ -85,5 +85,9 @@ def test_holdings_and_capacity_match_the_simulators_ground_truth(tmp_path: Path)
             assert row is not None
             assert row[:3] == ("hami", g.shares_per_gpu, g.physical_gpus), node
             assert round(row[3], 6) == round(held_hami[node], 6), node
+
+        # the fleet summary counts a DRA-only node (no GPU extended resource) as a GPU node
+        gpu_nodes = con.execute("SELECT gpu_nodes FROM marts.fleet_summary").fetchone()
+        assert gpu_nodes == (len(node_gpus(world)),)
     finally:
         con.close()

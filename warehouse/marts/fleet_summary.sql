@@ -18,8 +18,7 @@ nodes AS (
         count(*) AS nodes,
         count(*) FILTER (WHERE ready) AS ready_nodes,
         count(*) FILTER (WHERE ready AND NOT unschedulable) AS schedulable_nodes,
-        count(*) FILTER (WHERE unschedulable) AS cordoned_nodes,
-        count(*) FILTER (WHERE len(gpu_resources) > 0) AS gpu_nodes
+        count(*) FILTER (WHERE unschedulable) AS cordoned_nodes
     FROM core.nodes
     WHERE valid_to IS NULL
     GROUP BY cluster
@@ -27,6 +26,8 @@ nodes AS (
 gpus AS (
     SELECT
         cluster,
+        -- a DRA-only node advertises no GPU resource: its ResourceSlices' GPUs count it
+        count(DISTINCT node_uid) AS gpu_nodes,
         CAST(sum(capacity_gpus) FILTER (WHERE whole_gpus) AS BIGINT) AS capacity_gpus,
         CAST(sum(allocatable_gpus) FILTER (WHERE whole_gpus) AS BIGINT) AS allocatable_gpus,
         CAST(sum(allocated_workload_gpus) FILTER (WHERE whole_gpus) AS BIGINT)
@@ -60,7 +61,7 @@ SELECT
     coalesce(n.ready_nodes, 0) AS ready_nodes,
     coalesce(n.schedulable_nodes, 0) AS schedulable_nodes,
     coalesce(n.cordoned_nodes, 0) AS cordoned_nodes,
-    coalesce(n.gpu_nodes, 0) AS gpu_nodes,
+    coalesce(g.gpu_nodes, 0) AS gpu_nodes,
     coalesce(g.capacity_gpus, 0) AS capacity_gpus,
     coalesce(g.allocatable_gpus, 0) AS allocatable_gpus,
     coalesce(g.allocated_workload_gpus, 0) AS allocated_workload_gpus,
@@ -97,7 +98,7 @@ COMMENT ON COLUMN marts.fleet_summary.schedulable_nodes IS
 COMMENT ON COLUMN marts.fleet_summary.cordoned_nodes IS
     'Nodes with spec.unschedulable.';
 COMMENT ON COLUMN marts.fleet_summary.gpu_nodes IS
-    'Nodes with any GPU-like resource in their capacity.';
+    'Nodes with any GPU-like resource in their capacity, or GPU devices in their ResourceSlices (DRA) (marts.node_gpu_capacity).';
 COMMENT ON COLUMN marts.fleet_summary.capacity_gpus IS
     'Whole GPUs (nvidia.com/gpu, MIG-single nodes excluded) in node capacity.';
 COMMENT ON COLUMN marts.fleet_summary.allocatable_gpus IS
