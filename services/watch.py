@@ -4,7 +4,8 @@ The one place that wires ``collectors.kubernetes.history`` to the warehouse for 
 (its command is ``annex.cli.watch``) and the Dagster watch assets.
 
 Hourly snapshots miss pods that start and finish between them. ``WatchService`` follows pods,
-nodes, jobs and events of one cluster (``collectors.kubernetes.history``) and commits each
+nodes, jobs and events of one cluster, and DRA's ResourceSlices and ResourceClaims and Kueue's
+objects where the API server serves them (``collectors.kubernetes.history``), and commits each
 batch of changes with its resume point (``warehouse.models.watch.commit_batch``), taking the
 warehouse's writer lock only for each commit, so collections, Dagster runs and publishes go on
 beside it. A list (the first, and each relist after a 410) is one such commit: fetched to a
@@ -99,14 +100,16 @@ class WatchService:
         topology_profile: str | None = None,
     ) -> None:
         from collectors.kubernetes.decode import DecodeContext
-        from collectors.kubernetes.history import WATCHED, WatchOptions, resource
+        from collectors.kubernetes.history import WatchOptions, resource, served
 
         self.api = api
         self.warehouse = warehouse
         self.cluster = cluster
         self.settings = settings
         self.options = options or WatchOptions()
-        self.resources = tuple(resources or WATCHED)
+        # By default every resource watch mode follows that the server serves (a cluster
+        # without DRA or Kueue is watched for the rest); named ones are watched as named.
+        self.resources = tuple(resources or served(api, settings.kubernetes))
         for name in self.resources:
             resource(name)  # an unknown name fails here, before anything is watched
         self.publish_every_seconds = publish_every_seconds

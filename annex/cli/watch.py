@@ -27,9 +27,12 @@ def register(commands: Any) -> None:
         "watch",
         help="record allocation changes as they happen (list-then-watch), read-only",
         description=(
-            "Follow pods, nodes, jobs and events of one cluster with list-then-watch and "
-            "commit every change, with its resume point, into the warehouse: the exact GPU "
-            "allocation history (marts.watched_gpu_allocations), short jobs included. Runs "
+            "Follow pods, nodes, jobs and events of one cluster, and DRA's ResourceSlices and "
+            "ResourceClaims and Kueue's objects where the server serves them, with "
+            "list-then-watch and commit every change, with its resume point, into the "
+            "warehouse: the exact GPU allocation history (marts.watched_gpu_allocations: "
+            "device-plugin requests and GPUs held through ResourceClaims), short jobs "
+            "included. Runs "
             "until stopped (SIGTERM / Ctrl-C); --once catches up and exits."
         ),
     )
@@ -45,8 +48,10 @@ def register(commands: Any) -> None:
     watch.add_argument("--once", action="store_true", help="catch up to the server, then exit")
     watch.add_argument(
         "--resources",
-        default="pods,nodes,jobs,events",
-        help="comma-separated resources to follow (default: pods,nodes,jobs,events)",
+        default="",
+        help="comma-separated resources to follow (default: pods, nodes, jobs, events, and "
+        "resource_slices, resource_claims and the kueue_* resources where the server serves "
+        "them)",
     )
     watch.add_argument(
         "--timeout-seconds",
@@ -103,7 +108,7 @@ def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
             cluster=target.name,
             settings=settings,
             options=WatchOptions(timeout_seconds=args.timeout_seconds),
-            resources=resources,
+            resources=resources or None,
             publish_every_seconds=args.publish_every,
             topology_profile=target.topology_profile,
         )

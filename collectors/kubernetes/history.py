@@ -1,4 +1,6 @@
-"""List-then-watch: the exact change history of pods, nodes, jobs and events (issue 9).
+"""List-then-watch: the exact change history of pods, nodes, jobs and events (issue 9), and
+of DRA's ResourceSlices and ResourceClaims and Kueue's objects where the API server serves
+them (issue 38).
 
 Snapshots miss what starts and ends between them; a watch does not. For each resource,
 ``ResourceHistory.batches`` yields, in order, the units the warehouse commits, each in one
@@ -29,8 +31,11 @@ yield), so the writer lock is never held while the list downloads, and commits s
 
 A batch carries, per object, its last state in the batch (later states of an object carry
 everything earlier ones did: scheduling, start and finish times only ever get set), whether it
-was deleted, and for pods the decoded pod row (``schema.PODS``) from which the warehouse
-derives GPU allocation intervals with the objects' own timestamps. Rows are Arrow batches;
+was deleted, and for pods, ResourceClaims and ResourceSlices the decoded rows (``DECODED``:
+the snapshot collector's rows plus ``deleted`` and ``observed_at``) from which the warehouse
+derives GPU allocation intervals with the objects' own timestamps: device-plugin requests
+from pods alone, DRA holdings from a pod, the claims reserved for it and the slices that
+publish the claims' devices, whichever of them is committed last. Rows are Arrow batches;
 nothing here touches DuckDB.
 """
 
@@ -41,6 +46,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import msgspec
 import pyarrow as pa
@@ -51,11 +57,12 @@ from annex.settings import KubernetesSettings
 from collectors.fetched import FetchedCollection
 from collectors.kubernetes import schema
 from collectors.kubernetes.builder import read_page
-from collectors.kubernetes.collect import RESOURCES, Resource, lists_batch
+from collectors.kubernetes.collect import RESOURCES, Resource, group_served, lists_batch
 from collectors.kubernetes.decode import (
+    DECODERS,
     DecodeContext,
-    PodDecoder,
     Rejection,
+    ResourceDecoder,
     _timestamps,
     rejected_batch,
 )
@@ -68,8 +75,21 @@ from collectors.kubernetes.watch import (
     list_body,
 )
 
-WATCHED: tuple[str, ...] = ("pods", "nodes", "jobs", "events")
-"""The resources watch mode follows (tables of ``collect.RESOURCES``)."""
+WATCHED: tuple[str, ...] = (
+    "pods",
+    "nodes",
+    "jobs",
+    "events",
+    "resource_slices",
+    "resource_claims",
+    "kueue_workloads",
+    "kueue_cluster_queues",
+    "kueue_local_queues",
+    "kueue_resource_flavors",
+)
+"""The resources watch mode follows (tables of ``collect.RESOURCES``). Those of an optional
+API group (DRA's resource.k8s.io/v1, Kueue's CRDs) only where the API server serves it
+(``served``), as the snapshot collector lists them."""
 
 OBJECTS = pa.schema(
     [
@@ -84,11 +104,31 @@ OBJECTS = pa.schema(
 )
 """One row per object changed in a batch: its identity and last known state."""
 
-WATCH_PODS = schema.PODS.append(pa.field("deleted", pa.bool_())).append(
-    pa.field("observed_at", schema.TIMESTAMP)
-)
-"""Pods as the snapshot collector decodes them, plus whether the change was a deletion and
-when annex received it (the fallback time when the object carries none)."""
+
+def _watch_schema(base: pa.Schema) -> pa.Schema:
+    return base.append(pa.field("deleted", pa.bool_())).append(
+        pa.field("observed_at", schema.TIMESTAMP)
+    )
+
+
+WATCH_PODS = _watch_schema(schema.PODS).append(pa.field("resource_claims", pa.int32()))
+"""Pods as the snapshot collector decodes them, plus whether the change was a deletion, when
+annex received it (the fallback time when the object carries none) and how many
+ResourceClaims the pod names (``spec.resourceClaims``: the pod may hold GPUs through DRA)."""
+
+WATCH_CLAIMS = _watch_schema(schema.RESOURCE_CLAIMS)
+"""ResourceClaims as the snapshot collector decodes them, plus ``deleted`` and ``observed_at``."""
+
+WATCH_SLICES = _watch_schema(schema.RESOURCE_SLICES)
+"""ResourceSlices as the snapshot collector decodes them, plus ``deleted`` and ``observed_at``."""
+
+DECODED: dict[str, tuple[str, pa.Schema]] = {
+    "pods": ("pods", WATCH_PODS),
+    "resource_claims": ("claims", WATCH_CLAIMS),
+    "resource_slices": ("slices", WATCH_SLICES),
+}
+"""Resources whose objects are decoded into rows (table -> batch attribute, schema): those the
+warehouse derives GPU holdings from. The others are followed by identity only."""
 
 REQUESTS = pa.schema(
     [
@@ -139,6 +179,10 @@ class HistoryBatch:
     """Watch events (not BOOKMARKs) in the batch."""
     first_event_at: float | None = None
     """``time.monotonic()`` when the batch's first event arrived (for lag measurements)."""
+    claims: pa.RecordBatch | None = None
+    """ResourceClaims only: their decoded rows (``WATCH_CLAIMS``)."""
+    slices: pa.RecordBatch | None = None
+    """ResourceSlices only: their decoded rows (``WATCH_SLICES``)."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +195,12 @@ class SnapshotPage:
     first: bool
     """The first page of a list attempt: anything staged before it belongs to an attempt that
     was abandoned (410 on a continue token, a streaming list cut off) and must be dropped."""
+    claims: pa.RecordBatch | None = None
+    slices: pa.RecordBatch | None = None
+
+
+_SPOOLED = ("objects", "pods", "rejected", "claims", "slices")
+"""The ``SnapshotPage`` attributes a spool keeps, in this order per page."""
 
 
 class HistorySnapshot:
@@ -187,8 +237,8 @@ class HistorySnapshot:
         self._fetch = fetch
         self._read = False
         self._spool: FetchedCollection | None = None
-        self._layout: list[tuple[bool, bool, bool]] = []
-        """Per spooled page: (first, has pods, has rejected)."""
+        self._layout: list[tuple[bool, tuple[str, ...]]] = []
+        """Per spooled page: (first, the attributes it has, in ``_SPOOLED`` order)."""
 
     def prefetch(self) -> None:
         """Fetch the whole list now, into a local spool (``collectors.fetched``), so that
@@ -197,18 +247,16 @@ class HistorySnapshot:
         (its page marked ``first`` again) drops what was spooled of the abandoned attempt.
         Raises what the API server's refusal or failure raises."""
         spool = FetchedCollection(prefix="annex-watch-")
-        layout: list[tuple[bool, bool, bool]] = []
+        layout: list[tuple[bool, tuple[str, ...]]] = []
         try:
             for page in self._fetch(self):
                 if page.first and layout:
                     spool.close()
                     spool, layout = FetchedCollection(prefix="annex-watch-"), []
-                spool.add("objects", page.objects)
-                if page.pods is not None:
-                    spool.add("pods", page.pods)
-                if page.rejected is not None:
-                    spool.add("rejected", page.rejected)
-                layout.append((page.first, page.pods is not None, page.rejected is not None))
+                kept = tuple(name for name in _SPOOLED if getattr(page, name) is not None)
+                for name in kept:
+                    spool.add(name, getattr(page, name))
+                layout.append((page.first, kept))
             spool.finish()
         except BaseException:
             spool.close()
@@ -237,11 +285,13 @@ class HistorySnapshot:
 
     def _replay(self, spool: FetchedCollection) -> Iterator[SnapshotPage]:
         batches = (batch for _, batch in spool.replay())
-        for first, has_pods, has_rejected in self._layout:
-            objects = next(batches)
-            pods = next(batches) if has_pods else None
-            rejected = next(batches) if has_rejected else None
-            yield SnapshotPage(objects, pods, rejected, first)
+        for first, kept in self._layout:
+            parts: dict[str, pa.RecordBatch | None] = dict.fromkeys(_SPOOLED)
+            for name in kept:
+                parts[name] = next(batches)
+            objects = parts.pop("objects")
+            assert objects is not None  # every page spools its objects
+            yield SnapshotPage(objects=objects, first=first, **parts)
 
 
 class _Meta(msgspec.Struct, rename="camel", gc=False):
@@ -256,12 +306,22 @@ class _Object(msgspec.Struct, gc=False):
     metadata: _Meta = msgspec.field(default_factory=_Meta)
 
 
+class _PodSpec(msgspec.Struct, rename="camel", gc=False):
+    resource_claims: list[msgspec.Raw] | None = None
+
+
+class _Pod(msgspec.Struct, gc=False):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    spec: _PodSpec = msgspec.field(default_factory=_PodSpec)
+
+
 _OBJECT = msgspec.json.Decoder(_Object)
+_POD = msgspec.json.Decoder(_Pod)
 _BY_TABLE: dict[str, Resource] = {r.table: r for r in RESOURCES}
 
 
 def resource(table: str) -> Resource:
-    """The ``collect.RESOURCES`` entry of ``table`` (``pods``, ``nodes``, ``jobs``, ``events``)."""
+    """The ``collect.RESOURCES`` entry of ``table`` (one of ``WATCHED``)."""
     try:
         if table not in WATCHED:
             raise KeyError(table)
@@ -270,6 +330,23 @@ def resource(table: str) -> Resource:
         raise CollectionError(
             f"watch mode does not follow {table!r}", hint="use one of: " + ", ".join(WATCHED)
         ) from None
+
+
+def served(
+    api: ApiClient, settings: KubernetesSettings, tables: tuple[str, ...] = WATCHED
+) -> tuple[str, ...]:
+    """``tables`` less those of an optional API group the server does not serve (its discovery
+    answers 404): a cluster without DRA or Kueue is watched for the rest, as before. One
+    discovery request per group, as ``collect.collect_cluster`` makes."""
+    answers: dict[str, bool] = {}
+    kept = []
+    for table in tables:
+        path = resource(table).discovery_path
+        if path is not None and path not in answers:
+            answers[path] = group_served(api, path, settings)
+        if path is None or answers[path]:
+            kept.append(table)
+    return tuple(kept)
 
 
 @dataclass
@@ -435,7 +512,7 @@ class ResourceHistory:
             self.resource.table, self.resource.api_path, self.settings.page_size, utc_now()
         )
         lister = Lister(self.settings, sleep=self.sleep)
-        decoder = PodDecoder(self.context)
+        decoder = self._decoder()
         for page in lister.pages(self.resource.method(self.api), record, read_page):
             if not record.consistent:
                 raise CollectionError(
@@ -471,7 +548,7 @@ class ResourceHistory:
         watch starts afresh from the bookmark's resourceVersion once the list is committed."""
         snapshot.via = "watchlist"
         watcher = self._watcher()
-        decoder = PodDecoder(self.context)
+        decoder = self._decoder()
         pending: list[bytes] = []
         cut: list[Rejection] = []
         first = True
@@ -509,7 +586,7 @@ class ResourceHistory:
     def _snapshot_page(
         self,
         raws: list[bytes],
-        decoder: PodDecoder,
+        decoder: ResourceDecoder[Any] | None,
         attempt: int,
         *,
         first: bool,
@@ -522,28 +599,57 @@ class ResourceHistory:
         count = len(raws)
         objects = _objects_batch(raws, [False] * count, [now] * count)
         rejections: list[Rejection] = []
-        pods = None
-        if self.resource.table == "pods":
+        decoded: dict[str, pa.RecordBatch] = {}
+        if decoder is not None:
             if body is None:
                 body = list_body(WatchEvent("ADDED", "", raw) for raw in raws)
             batch, rejections = decoder.build(decoder.decode(body), attempt)
-            rows = batch.num_rows
-            pods = pa.RecordBatch.from_arrays(
-                [
-                    *batch.columns,
-                    pa.array([False] * rows, pa.bool_()),
-                    pa.array([now] * rows, schema.TIMESTAMP),
-                ],
-                schema=WATCH_PODS,
-            )
-        elif objects.num_rows < count:  # pods without a uid are the decoder's to reject
+            listed = {uid: (False, now) for uid in objects.column(0).to_pylist()}
+            attribute, rows = self._rows(batch, listed, raws)
+            decoded[attribute] = rows
+        elif objects.num_rows < count:  # decoded objects without a uid are the decoder's
             rejections = [
                 _no_uid(None, raw) for raw in raws if not _OBJECT.decode(raw).metadata.uid
             ]
         rejections = [*(cut or ()), *rejections]
         return SnapshotPage(
-            objects, pods, rejected_batch(rejections) if rejections else None, first
+            objects=objects,
+            pods=decoded.get("pods"),
+            rejected=rejected_batch(rejections) if rejections else None,
+            first=first,
+            claims=decoded.get("claims"),
+            slices=decoded.get("slices"),
         )
+
+    def _decoder(self) -> ResourceDecoder[Any] | None:
+        """The snapshot collector's decoder of this resource, where its rows are kept
+        (``DECODED``); None for resources followed by identity only."""
+        if self.resource.table not in DECODED:
+            return None
+        return DECODERS[self.resource.table](self.context)
+
+    def _rows(
+        self,
+        batch: pa.RecordBatch,
+        states: dict[str, tuple[bool, datetime]],
+        raws: list[bytes],
+    ) -> tuple[str, pa.RecordBatch]:
+        """The decoded ``batch`` with each object's ``deleted`` and ``observed_at`` (``states``,
+        by uid), for pods also the claims they name: (batch attribute, rows)."""
+        attribute, arrow_schema = DECODED[self.resource.table]
+        uids = batch.column(0).to_pylist()
+        columns = [
+            *batch.columns,
+            pa.array([states[uid][0] for uid in uids], pa.bool_()),
+            pa.array([states[uid][1] for uid in uids], schema.TIMESTAMP),
+        ]
+        if self.resource.table == "pods":
+            named = {}
+            for raw in raws:
+                pod = _POD.decode(raw)
+                named[pod.metadata.uid] = len(pod.spec.resource_claims or ())
+            columns.append(pa.array([named.get(uid, 0) for uid in uids], pa.int32()))
+        return attribute, pa.RecordBatch.from_arrays(columns, schema=arrow_schema)
 
     # -- watching ------------------------------------------------------------------------------
 
@@ -610,39 +716,35 @@ class ResourceHistory:
         observed = [at for _, at in entries]
         deleted = [event.type == "DELETED" for event in events]
         rejections = list(buffer.rejected)
-        objects = _objects_batch([event.raw for event in events], deleted, observed)
-        pods = None
-        if self.resource.table == "pods":
-            pods, pod_rejections = self._pods(events, deleted, observed)
-            rejections.extend(pod_rejections)
+        raws = [event.raw for event in events]
+        objects = _objects_batch(raws, deleted, observed)
+        decoded: dict[str, pa.RecordBatch] = {}
+        decoder = self._decoder()
+        if decoder is not None:
+            # As the snapshot collector decodes them (one decoder per batch: a batch holds
+            # each uid once).
+            batch, decode_rejections = decoder.build(decoder.decode(list_body(events)), 0)
+            rejections.extend(decode_rejections)
+            states = {
+                _OBJECT.decode(raw).metadata.uid: (gone, at)
+                for raw, gone, at in zip(raws, deleted, observed, strict=True)
+            }
+            attribute, rows = self._rows(batch, states, raws)
+            decoded[attribute] = rows
         return HistoryBatch(
             resource=self.resource.table,
             api_path=self.resource.api_path,
             kind="changes",
             resource_version=resource_version,
             objects=objects,
-            pods=pods,
+            pods=decoded.get("pods"),
             rejected=rejected_batch(rejections) if rejections else None,
             requests=self._new_requests(),
             events=buffer.events,
             first_event_at=buffer.first_at,
+            claims=decoded.get("claims"),
+            slices=decoded.get("slices"),
         )
-
-    def _pods(
-        self, events: list[WatchEvent], deleted: list[bool], observed: list[datetime]
-    ) -> tuple[pa.RecordBatch, list[Rejection]]:
-        """Decode the pods as the snapshot collector does (one decoder per batch: a batch
-        holds each uid once)."""
-        decoder = PodDecoder(self.context)
-        batch, rejections = decoder.build(decoder.decode(list_body(events)), 0)
-        by_uid = {}
-        for event, gone, at in zip(events, deleted, observed, strict=True):
-            by_uid[_OBJECT.decode(event.raw).metadata.uid] = (gone, at)
-        uids = batch.column(0).to_pylist()
-        gone = pa.array([by_uid[uid][0] for uid in uids], pa.bool_())
-        seen = pa.array([by_uid[uid][1] for uid in uids], schema.TIMESTAMP)
-        columns = [*batch.columns, gone, seen]
-        return pa.RecordBatch.from_arrays(columns, schema=WATCH_PODS), rejections
 
     def _new_requests(self) -> pa.RecordBatch:
         """Watch requests made since the last batch (their first-byte latency)."""

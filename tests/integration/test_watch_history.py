@@ -19,7 +19,7 @@ import pytest
 from annex.cli import main
 from annex.settings import ClusterSettings, KubernetesSettings, Settings, WarehouseSettings
 from collectors.kubernetes import api_client_for
-from collectors.kubernetes.history import ResourceHistory, WatchOptions
+from collectors.kubernetes.history import WATCHED, ResourceHistory, WatchOptions
 from services.watch import WatchService
 from simulator.kubernetes import Fault, SimulatedCluster
 from simulator.kubernetes.churn import ShortJobs
@@ -367,7 +367,9 @@ def test_annex_watch_once_from_the_command_line(
 
     with wh.writer() as con:
         cursors = load_cursors(con, CLUSTER)
-    assert set(cursors) == {"pods", "nodes", "jobs", "events"}
+    # by default every resource watch mode follows that the server serves (the simulator serves
+    # DRA's resource.k8s.io/v1 and Kueue's CRDs: issue 38)
+    assert set(cursors) == set(WATCHED)
     assert all(c.relists == 0 and c.listed_via in ("list", "watchlist") for c in cursors.values())
     assert wh.published_path.exists()
 

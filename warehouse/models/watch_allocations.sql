@@ -1,5 +1,7 @@
 -- GPU allocation intervals from one batch of pods (after watch_objects.sql, same transaction).
--- See watch_objects.sql for the inputs and the rules (steps 1, 3 and 4).
+-- See watch_objects.sql for the inputs and the rules (steps 1, 3 and 4). Device-plugin rows
+-- open here; the closing updates close every row of the pod, its dra rows included (those
+-- open in watch_dra_allocations.sql). Each key is inserted once (no index: an anti-join).
 
 UPDATE core.watched_gpu_allocations AS a
 SET valid_to = greatest(
@@ -38,13 +40,18 @@ SELECT
         WHEN p.creation_timestamp IS NOT NULL THEN 'created'
         ELSE 'observed' END AS valid_from_source,
     getvariable('resource_version') AS opened_resource_version,
-    getvariable('committed_at') AS opened_at
+    getvariable('committed_at') AS opened_at,
+    'device_plugin' AS mechanism
 FROM (
     SELECT *, unnest(gpu_requests) AS r
     FROM watch_pods
     WHERE node_name IS NOT NULL
 ) AS p
-ON CONFLICT (cluster, pod_uid, resource_name) DO NOTHING;
+WHERE NOT EXISTS (
+    SELECT 1 FROM core.watched_gpu_allocations AS a
+    WHERE a.cluster = getvariable('cluster') AND a.pod_uid = p.pod_uid
+      AND a.resource_name = p.r.resource_name AND a.mechanism = 'device_plugin'
+);
 
 UPDATE core.watched_gpu_allocations AS a
 SET valid_to = greatest(a.valid_from, coalesce(p.finished_at, p.deletion_timestamp, p.observed_at)),
