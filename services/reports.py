@@ -26,20 +26,39 @@ def render_report(
     output: Path,
     *,
     evidence_dir: Path | None = None,
+    recipient: str | None = None,
+    command: str = "annex report",
 ) -> GeneratedReport:
     """Render report ``name`` for ``request`` from the published warehouse copy into
-    ``output``; the model metadata comes from the registry ([models] dir)."""
+    ``output``; the model metadata comes from the registry ([models] dir). Signed when
+    ``[reports]`` configures a key; handed to ``recipient`` (recorded with ``command``)."""
+    import os
+
+    from reports.documents import record_handover
     from reports.generate import generate_report
+    from reports.signing import configured_signer
     from warehouse import Warehouse
 
-    return generate_report(
-        Warehouse(settings.warehouse),
+    wh = Warehouse(settings.warehouse)
+    result = generate_report(
+        wh,
         name,
         request,
         output,
         models_dir=settings.models.dir,
         evidence_dir=evidence_dir,
+        signer=configured_signer(settings.reports, os.environ),
+        retention_years=settings.reports.retention_years,
     )
+    if recipient is not None and result.document is not None:
+        record_handover(
+            wh,
+            result.document.file_sha256,
+            recipient,
+            handed_at=datetime.now(UTC).replace(tzinfo=None, microsecond=0),
+            command=command,
+        )
+    return result
 
 
 def render_demo_reports(

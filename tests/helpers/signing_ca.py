@@ -1,0 +1,145 @@
+"""A throwaway test CA and signing certificate, generated at test time (never committed).
+
+``make_signing_ca(folder)`` writes ``test-ca.pem`` (the CA certificate), ``test-signer.pem``
+(a certificate the CA issued for digital signatures) and ``test-signer-key.pem`` (its key,
+encrypted with ``PASSPHRASE``) into ``folder``; ``other_key`` writes a key that belongs to no
+certificate, ``expired`` a certificate whose validity ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+PASSPHRASE = b"test-passphrase-not-a-secret"
+
+
+@dataclass(frozen=True)
+class SigningCa:
+    ca_certificate: Path
+    certificate: Path
+    key: Path
+    expired_certificate: Path
+    other_key: Path
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "annex tests"),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
+        ]
+    )
+
+
+def _issue(
+    subject: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: x509.Name,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    *,
+    ca: bool,
+    start: datetime,
+    end: datetime,
+) -> x509.Certificate:
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(_name(subject))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=not ca,
+                content_commitment=not ca,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=ca,
+                crl_sign=ca,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    )
+    if not ca:
+        builder = builder.add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
+            critical=False,
+        )
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def _pem(certificate: x509.Certificate) -> bytes:
+    return certificate.public_bytes(serialization.Encoding.PEM)
+
+
+def make_signing_ca(folder: Path) -> SigningCa:
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name("annex test CA")
+    ca = _issue(
+        "annex test CA",
+        ca_key,
+        ca_name,
+        ca_key,
+        ca=True,
+        start=now - timedelta(days=1),
+        end=now + timedelta(days=30),
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    signer = _issue(
+        "annex test signer",
+        key,
+        ca_name,
+        ca_key,
+        ca=False,
+        start=now - timedelta(hours=1),
+        end=now + timedelta(days=7),
+    )
+    expired = _issue(
+        "annex test signer",
+        key,
+        ca_name,
+        ca_key,
+        ca=False,
+        start=now - timedelta(days=20),
+        end=now - timedelta(days=10),
+    )
+    paths = SigningCa(
+        folder / "test-ca.pem",
+        folder / "test-signer.pem",
+        folder / "test-signer-key.pem",
+        folder / "test-signer-expired.pem",
+        folder / "test-other-key.pem",
+    )
+    paths.ca_certificate.write_bytes(_pem(ca))
+    paths.certificate.write_bytes(_pem(signer))
+    paths.expired_certificate.write_bytes(_pem(expired))
+    paths.key.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(PASSPHRASE),
+        )
+    )
+    paths.other_key.write_bytes(
+        ec.generate_private_key(ec.SECP256R1()).private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
