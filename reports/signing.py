@@ -66,6 +66,7 @@ class DocumentSigner:
 
             timestamper = HTTPTimeStamper(self._timestamp_url)
         writer = IncrementalPdfFileWriter(io.BytesIO(pdf), strict=False)
+        _producer_as_in_xmp(writer)
         metadata = signers.PdfSignatureMetadata(
             field_name=SIGNATURE_FIELD,
             md_algorithm="sha256",
@@ -81,6 +82,21 @@ class DocumentSigner:
                 hint="check [reports] timestamp_url is reachable, or leave it out for PAdES B-B",
             ) from None
         return out.getvalue()
+
+
+def _producer_as_in_xmp(writer: object) -> None:
+    """PDF/A: the Info dictionary's /Producer must equal the XMP's pdf:Producer. pyHanko sets
+    the XMP's to itself and appends itself to the Info's; naming only pyHanko in both keeps
+    them equal (the renderer stays named in /Creator and in the embedded manifest)."""
+    from pyhanko.pdf_utils import generic
+    from pyhanko.pdf_utils.metadata.model import VENDOR
+
+    try:
+        info = writer.trailer.raw_get("/Info").get_object()  # type: ignore[attr-defined]
+    except KeyError:  # no Info dictionary: the XMP alone names the producer
+        return
+    info["/Producer"] = generic.TextStringObject(VENDOR)
+    writer.update_container(info)  # type: ignore[attr-defined]
 
 
 def load_signer(

@@ -2,12 +2,16 @@
 
 ``make_signing_ca(folder)`` writes ``test-ca.pem`` (the CA certificate), ``test-signer.pem``
 (a certificate the CA issued for digital signatures) and ``test-signer-key.pem`` (its key,
-encrypted with ``PASSPHRASE``) into ``folder``; ``other_key`` writes a key that belongs to no
-certificate, ``expired`` a certificate whose validity ended.
+encrypted with ``PASSPHRASE``) into ``folder``, with a key that belongs to no certificate and
+an expired certificate of the signer's key. ``pdfsig`` and ``openssl_verify`` check a signed
+PDF with tools independent of annex and pyHanko.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -143,3 +147,35 @@ def make_signing_ca(folder: Path) -> SigningCa:
         )
     )
     return paths
+
+
+def pdfsig(path: Path) -> subprocess.CompletedProcess[str]:
+    """poppler's ``pdfsig``: an independent validator (NSS), no network (``-no-ocsp``)."""
+    return subprocess.run(["pdfsig", "-no-ocsp", str(path)], capture_output=True, text=True)
+
+
+def openssl_verify(path: Path, ca_certificate: Path, work: Path) -> subprocess.CompletedProcess:
+    """``openssl cms -verify`` of the PDF's first signature over its ByteRange, trusting only
+    ``ca_certificate``: a second independent check, with the test CA as the trust anchor."""
+    data = path.read_bytes()
+    match = re.search(rb"/ByteRange\s*\[\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\]", data)
+    assert match, "no signature"
+    a, b, c, d = (int(x) for x in match.groups())
+    der = bytes.fromhex(data[a + b : c].strip(b"<>").decode())
+    length, header = der[1], 2
+    if length & 0x80:  # DER long form: the signature is zero-padded to its reserved size
+        count = length & 0x7F
+        length, header = int.from_bytes(der[2 : 2 + count], "big"), 2 + count
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "signature.der").write_bytes(der[: header + length])
+    (work / "signed-content.bin").write_bytes(data[a : a + b] + data[c : c + d])
+    return subprocess.run(
+        [
+            "openssl", "cms", "-verify", "-binary", "-inform", "DER",
+            "-in", str(work / "signature.der"),
+            "-content", str(work / "signed-content.bin"),
+            "-CAfile", str(ca_certificate), "-purpose", "any", "-out", os.devnull,
+        ],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
