@@ -305,6 +305,8 @@ def generate_reports(
     models: Sequence[str] | None = None,
     evidence_dir: Path | None = None,
     versions_dir: Path | None = None,
+    signer: DocumentSigner | None = None,
+    retention_years: int = DEFAULT_RETENTION_YEARS,
 ) -> list[GeneratedReport]:
     """Every rendering of report ``name`` a scheduled run makes (the monthly Dagster assets,
     ``annex demo``): a per-model report once for each of ``models`` (default: every model of
@@ -330,6 +332,8 @@ def generate_reports(
             models_dir=models_dir,
             evidence_dir=evidence_dir,
             versions_dir=versions_dir,
+            signer=signer,
+            retention_years=retention_years,
         )
         for request in requests
     ]

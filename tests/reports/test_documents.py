@@ -159,7 +159,7 @@ def test_keys_that_cannot_sign_are_refused_with_the_reason(
         signing_certificate=ca.certificate,
         signing_passphrase_env="ANNEX_TEST_SIGNING_PASSPHRASE",
     )
-    with pytest.raises(SigningError, match="ANNEX_TEST_SIGNING_PASSPHRASE .* is not set"):
+    with pytest.raises(SigningError, match=r"ANNEX_TEST_SIGNING_PASSPHRASE .* is not set"):
         configured_signer(settings, {})
     assert configured_signer(settings, {"ANNEX_TEST_SIGNING_PASSPHRASE": secret}) is not None
     assert configured_signer(ReportsSettings(), {}) is None
