@@ -12,14 +12,18 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 PASSPHRASE = b"test-passphrase-not-a-secret"
 
@@ -31,6 +35,9 @@ class SigningCa:
     key: Path
     expired_certificate: Path
     other_key: Path
+    tsa_certificate: Path
+    tsa_key: Path
+    """A timestamping authority's certificate (extended key usage timeStamping) and key."""
 
 
 def _name(common_name: str) -> x509.Name:
@@ -44,13 +51,14 @@ def _name(common_name: str) -> x509.Name:
 
 def _issue(
     subject: str,
-    key: ec.EllipticCurvePrivateKey,
+    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey,
     issuer: x509.Name,
     issuer_key: ec.EllipticCurvePrivateKey,
     *,
     ca: bool,
     start: datetime,
     end: datetime,
+    timestamping: bool = False,
 ) -> x509.Certificate:
     builder = (
         x509.CertificateBuilder()
@@ -77,6 +85,10 @@ def _issue(
             critical=True,
         )
     )
+    if timestamping:
+        builder = builder.add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True
+        )
     if not ca:
         builder = builder.add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
@@ -122,12 +134,33 @@ def make_signing_ca(folder: Path) -> SigningCa:
         start=now - timedelta(days=20),
         end=now - timedelta(days=10),
     )
+    tsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)  # pyHanko's test TSA
+    tsa = _issue(
+        "annex test TSA",
+        tsa_key,
+        ca_name,
+        ca_key,
+        ca=False,
+        start=now - timedelta(hours=1),
+        end=now + timedelta(days=7),
+        timestamping=True,
+    )
     paths = SigningCa(
         folder / "test-ca.pem",
         folder / "test-signer.pem",
         folder / "test-signer-key.pem",
         folder / "test-signer-expired.pem",
         folder / "test-other-key.pem",
+        folder / "test-tsa.pem",
+        folder / "test-tsa-key.pem",
+    )
+    paths.tsa_certificate.write_bytes(_pem(tsa))
+    paths.tsa_key.write_bytes(
+        tsa_key.private_bytes(
+            serialization.Encoding.DER,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
     )
     paths.ca_certificate.write_bytes(_pem(ca))
     paths.certificate.write_bytes(_pem(signer))
@@ -179,3 +212,40 @@ def openssl_verify(path: Path, ca_certificate: Path, work: Path) -> subprocess.C
         capture_output=True,
         text=True,
     )  # fmt: skip
+
+
+@contextmanager
+def timestamp_server(ca: SigningCa) -> Iterator[str]:
+    """An RFC 3161 timestamp server on loopback (pyHanko's test TSA behind HTTP), its URL."""
+    from asn1crypto import keys as asn1_keys
+    from asn1crypto import tsp
+    from asn1crypto import x509 as asn1_x509
+    from pyhanko.sign.timestamps import DummyTimeStamper
+
+    certificate = x509.load_pem_x509_certificate(ca.tsa_certificate.read_bytes())
+    stamper = DummyTimeStamper(
+        tsa_cert=asn1_x509.Certificate.load(certificate.public_bytes(serialization.Encoding.DER)),
+        tsa_key=asn1_keys.PrivateKeyInfo.load(ca.tsa_key.read_bytes()),
+    )
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            reply = stamper.request_tsa_response(tsp.TimeStampReq.load(body)).dump()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/timestamp-reply")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/tsa"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -21,7 +21,13 @@ from reports.period import day_period
 from reports.signing import SigningError, configured_signer, load_signer, signer_of
 from tests.helpers.report_pdf import pdf_attachments, pdf_xmp, qpdf_check
 from tests.helpers.report_scenario import build_scenario
-from tests.helpers.signing_ca import PASSPHRASE, make_signing_ca, openssl_verify, pdfsig
+from tests.helpers.signing_ca import (
+    PASSPHRASE,
+    make_signing_ca,
+    openssl_verify,
+    pdfsig,
+    timestamp_server,
+)
 from warehouse import Warehouse
 
 pytestmark = pytest.mark.slow
@@ -163,3 +169,17 @@ def test_keys_that_cannot_sign_are_refused_with_the_reason(
         configured_signer(settings, {})
     assert configured_signer(settings, {"ANNEX_TEST_SIGNING_PASSPHRASE": secret}) is not None
     assert configured_signer(ReportsSettings(), {}) is None
+
+
+def test_with_a_timestamp_server_the_signature_is_pades_b_t(tmp_path: Path) -> None:
+    ca = make_signing_ca(tmp_path / "ca")
+    wh = build_scenario(tmp_path)
+    with timestamp_server(ca) as url:
+        signer = load_signer(ca.key, ca.certificate, PASSPHRASE, timestamp_url=url)
+        signed = generate_report(wh, "attestation", WEEK, tmp_path / "out", signer=signer)
+    assert signer.identity.level == "PAdES-B-T"
+    (row,) = documents(wh)
+    assert row["signature_level"] == "PAdES-B-T"
+    assert signer_of(signed.path.read_bytes()).level == "PAdES-B-T"
+    checked = pdfsig(signed.path)
+    assert "Signature is Valid." in checked.stdout, checked.stdout
