@@ -254,10 +254,10 @@ def _lookup(
             found = _find(con, sha256, revisions, pdf_id)
     except WarehouseError:
         found = None
-    if found is None or not any(found[:3]):
+    if (found is None or not any(found[:3])) and wh.path.exists():
         with wh.writer() as con:  # rendered since the last publish: the live file knows it
             found = _find(con, sha256, revisions, pdf_id)
-    return found
+    return found or (None, None, [], ())
 
 
 def _find(

@@ -145,3 +145,15 @@ def test_a_signed_report_verifies_against_the_configured_certificate(
     code = main(["--config", str(config), "report", "fleet", "--period", "2026-10"])
     err = capsys.readouterr().err
     assert code == CHANGED and "wrong passphrase" in err and "not-it" not in err
+
+
+def test_verify_without_a_warehouse_creates_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    config = tmp_path / "annex.toml"
+    config.write_text(f'[warehouse]\npath = "{tmp_path / "w.duckdb"}"\n', encoding="utf-8")
+    pdf = tmp_path / "some.pdf"
+    pdf.write_bytes(b"%PDF-1.7\n%%EOF\n")
+    assert main(["--config", str(config), "report", "verify", str(pdf)]) == CHANGED
+    assert "not a document annex rendered" in capsys.readouterr().out
+    assert not (tmp_path / "w.duckdb").exists()
