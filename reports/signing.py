@@ -208,16 +208,14 @@ def signed_revisions(data: bytes) -> list[str]:
 
 def check_signatures(data: bytes, certificate_file: Path | None) -> list[SignatureCheck]:
     """Validate every signature of ``data`` with pyHanko, trusting only the configured
-    certificate (``certificate_file``; none: integrity only). Revocation is not fetched (the
-    check runs offline); an unreadable file has no signatures to check."""
+    certificate (``certificate_file``; none: integrity only) at the signature's own time.
+    Revocation is not fetched (the check runs offline); an unreadable file has no signatures
+    to check."""
     from pyhanko.pdf_utils.reader import PdfFileReader
     from pyhanko.sign.validation import validate_pdf_signature
     from pyhanko_certvalidator import ValidationContext
 
-    context = None
-    if certificate_file is not None:
-        anchor = _asn1_certificate(certificate_file)
-        context = ValidationContext(trust_roots=[anchor], allow_fetching=False)
+    anchor = _asn1_certificate(certificate_file) if certificate_file is not None else None
     try:
         reader = PdfFileReader(io.BytesIO(data), strict=False)
         embedded = list(reader.embedded_signatures)
@@ -227,6 +225,18 @@ def check_signatures(data: bytes, certificate_file: Path | None) -> list[Signatu
     for signature in embedded:
         cert = signature.signer_cert
         fingerprint = hashlib.sha256(cert.dump()).hexdigest()
+        # the certificate as it was when the signature was made (the time it states; a B-T
+        # signature's timestamp vouches for it): a certificate that expired since, as every
+        # certificate does within a ten-year retention, still tells who signed
+        context = (
+            ValidationContext(
+                trust_roots=[anchor],
+                allow_fetching=False,
+                moment=signature.self_reported_timestamp,
+            )
+            if anchor is not None
+            else None
+        )
         try:
             status = validate_pdf_signature(signature, context or ValidationContext())
             intact = bool(status.intact and status.valid)

@@ -101,10 +101,12 @@ def _pem(certificate: x509.Certificate) -> bytes:
     return certificate.public_bytes(serialization.Encoding.PEM)
 
 
-def make_signing_ca(folder: Path) -> SigningCa:
+def make_signing_ca(folder: Path, signer_valid_for: timedelta = timedelta(days=7)) -> SigningCa:
     folder.mkdir(parents=True, exist_ok=True)
-    now = datetime.now(UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
+    key = ec.generate_private_key(ec.SECP256R1())
+    tsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)  # pyHanko's test TSA
+    now = datetime.now(UTC)  # after the (slow) key generation: validity counts from here
     ca_name = _name("annex test CA")
     ca = _issue(
         "annex test CA",
@@ -115,7 +117,6 @@ def make_signing_ca(folder: Path) -> SigningCa:
         start=now - timedelta(days=1),
         end=now + timedelta(days=30),
     )
-    key = ec.generate_private_key(ec.SECP256R1())
     signer = _issue(
         "annex test signer",
         key,
@@ -123,7 +124,7 @@ def make_signing_ca(folder: Path) -> SigningCa:
         ca_key,
         ca=False,
         start=now - timedelta(hours=1),
-        end=now + timedelta(days=7),
+        end=now + signer_valid_for,
     )
     expired = _issue(
         "annex test signer",
@@ -134,7 +135,6 @@ def make_signing_ca(folder: Path) -> SigningCa:
         start=now - timedelta(days=20),
         end=now - timedelta(days=10),
     )
-    tsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)  # pyHanko's test TSA
     tsa = _issue(
         "annex test TSA",
         tsa_key,

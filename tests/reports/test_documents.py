@@ -7,18 +7,27 @@ trustworthy signature is refused with an error that says why."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from pypdf import PdfReader
+from cryptography import x509
+from pypdf import PdfReader, PdfWriter
 
 from reports.definition import ReportRequest
 from reports.documents import keep_until
 from reports.generate import generate_report
 from reports.period import day_period
-from reports.signing import SigningError, configured_signer, load_signer, signer_of
+from reports.signing import (
+    SigningError,
+    check_signatures,
+    configured_signer,
+    load_signer,
+    signer_of,
+)
 from tests.helpers.report_pdf import pdf_attachments, pdf_xmp, qpdf_check
 from tests.helpers.report_scenario import build_scenario
 from tests.helpers.signing_ca import (
@@ -183,3 +192,21 @@ def test_with_a_timestamp_server_the_signature_is_pades_b_t(tmp_path: Path) -> N
     assert signer_of(signed.path.read_bytes()).level == "PAdES-B-T"
     checked = pdfsig(signed.path)
     assert "Signature is Valid." in checked.stdout, checked.stdout
+
+
+def test_a_signature_stays_valid_after_its_certificate_expired(tmp_path: Path) -> None:
+    """Records are kept ten years; certificates expire sooner. The signature is checked as of
+    the moment it was made, so an expired certificate still says who signed."""
+    ca = make_signing_ca(tmp_path / "ca", signer_valid_for=timedelta(seconds=10))
+    signer = load_signer(ca.key, ca.certificate, PASSPHRASE)
+    blank = io.BytesIO()
+    writer = PdfWriter()
+    writer.add_blank_page(200, 200)
+    writer.write(blank)
+    signed = signer.sign(blank.getvalue())
+    expiry = x509.load_pem_x509_certificate(ca.certificate.read_bytes()).not_valid_after_utc
+    time.sleep(max(0.0, (expiry - datetime.now(UTC)).total_seconds()) + 1.1)
+    (check,) = check_signatures(signed, ca.certificate)
+    assert check.intact and check.trusted, check.summary
+    with pytest.raises(SigningError, match="expired on"):  # but it signs nothing new
+        load_signer(ca.key, ca.certificate, PASSPHRASE)
