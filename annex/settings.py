@@ -367,6 +367,28 @@ class ExportSettings:
 
 
 @dataclass(frozen=True)
+class ReportsSettings:
+    """``[reports]``: how rendered documents are signed and how long their record is kept.
+
+    Signing is optional: with ``signing_key`` and ``signing_certificate`` (PEM files) every
+    rendered PDF gets a PAdES signature (B-B; B-T with ``timestamp_url``). The key's passphrase
+    is read from the environment variable named by ``signing_passphrase_env`` when a report is
+    signed, never from this file, and is never logged or stored."""
+
+    signing_key: Path | None = None
+    signing_certificate: Path | None = None
+    signing_passphrase_env: str | None = None
+    timestamp_url: str | None = None
+    """An RFC 3161 timestamp server: the signature becomes PAdES B-T."""
+    retention_years: int = 10
+    """audit.documents rows (and the kept files) are kept at least this long."""
+
+    @property
+    def signs(self) -> bool:
+        return self.signing_key is not None
+
+
+@dataclass(frozen=True)
 class ComputeSettings:
     """``[compute]``: the factors of the training compute and energy figures."""
 
@@ -400,6 +422,7 @@ class Settings:
     models: ModelRegistrySettings = field(default_factory=ModelRegistrySettings)
     compute: ComputeSettings = field(default_factory=ComputeSettings)
     export: ExportSettings = field(default_factory=ExportSettings)
+    reports: ReportsSettings = field(default_factory=ReportsSettings)
     topology_profiles: Mapping[str, tuple[tuple[str, ...], ...]] = field(
         default_factory=lambda: dict(TOPOLOGY_PRESETS)
     )
@@ -733,6 +756,7 @@ def _validate(
     models = _models(top.get("models", dict, {}), source, origin, base)
     compute = _compute(top.get("compute", dict, {}), source, origin, base)
     export = _export(top.get("export", dict, {}), source, origin, base)
+    reports = _reports(top.get("reports", dict, {}), source, origin, base)
     top.finish()
 
     return Settings(
@@ -747,6 +771,7 @@ def _validate(
         models=models,
         compute=compute,
         export=export,
+        reports=reports,
         topology_profiles=profiles,
         source=source,
     )
@@ -1125,6 +1150,30 @@ def _export(
     folder = reader.path("dir", None)
     reader.finish()
     return ExportSettings(dir=folder)
+
+
+def _reports(
+    table: Any, source: str, origin: Mapping[str, str], base: Path | None
+) -> ReportsSettings:
+    reader = _Reader(table, "reports", source, origin, base)
+    # key and certificate ship with the configuration: relative to its file, like trust anchors
+    settings = ReportsSettings(
+        signing_key=_config_file(reader, "signing_key"),
+        signing_certificate=_config_file(reader, "signing_certificate"),
+        signing_passphrase_env=_env_name(reader, "signing_passphrase_env", None),
+        timestamp_url=_http_url(reader, "timestamp_url"),
+        retention_years=reader.number("retention_years", int, 10, minimum=1, maximum=100),
+    )
+    reader.finish()
+    if (settings.signing_key is None) != (settings.signing_certificate is None):
+        missing = "signing_key" if settings.signing_key is None else "signing_certificate"
+        raise reader.error(
+            f"reports.{missing}", None, "is required: signing needs a key and its certificate"
+        )
+    if settings.signing_key is None and (settings.timestamp_url or settings.signing_passphrase_env):
+        key = "timestamp_url" if settings.timestamp_url else "signing_passphrase_env"
+        raise reader.error(f"reports.{key}", "<set>", "needs signing_key and signing_certificate")
+    return settings
 
 
 def _compute(

@@ -26,6 +26,7 @@ from reports.definition import (
     json_value,
     period_parameters,
 )
+from reports.documents import DEFAULT_RETENTION_YEARS, RenderedDocument, keep_until, record_document
 from reports.errors import ReportError
 from reports.evidence import (
     BUNDLE_SUFFIX,
@@ -41,6 +42,7 @@ from reports.evidence import (
 )
 from reports.period import Period
 from reports.render import EmbeddedFile, FetchRecord, RenderLimits, render_pdf
+from reports.signing import DocumentSigner, signer_of
 from reports.templating import render_html
 from reports.versions import DocumentVersion, document_name, keep_companion, render_versioned
 from warehouse import Warehouse
@@ -66,6 +68,8 @@ class GeneratedReport:
     evidence_bundle_sha256: str | None = None
     version: DocumentVersion | None = None
     """The document version this PDF is (the same one when the content is unchanged)."""
+    document: RenderedDocument | None = None
+    """Its row of audit.documents (its SHA-256, signature, retention)."""
 
     @property
     def refused(self) -> tuple[FetchRecord, ...]:
@@ -136,6 +140,8 @@ def generate_report(
     models_dir: Path | None = None,
     evidence_dir: Path | None = None,
     versions_dir: Path | None = None,
+    signer: DocumentSigner | None = None,
+    retention_years: int = DEFAULT_RETENTION_YEARS,
 ) -> GeneratedReport:
     """Render report ``name`` for ``request`` into ``output_dir``; return where and what.
 
@@ -149,6 +155,9 @@ def generate_report(
     ``versions_dir``: where every version is kept (default ``output_dir``): the same content
     is the same version, byte for byte (reports/versions.py); new content the next version,
     which begins with what changed since the one before.
+    ``signer``: sign each newly rendered version (PAdES, an incremental update: the kept
+    version is the signed file). Every file written is recorded in ``audit.documents``, kept
+    ``retention_years`` (reports/documents.py).
     """
     definition = report_definition(name)
     generated_at = generated_at or datetime.now(UTC).replace(tzinfo=None, microsecond=0)
@@ -223,7 +232,7 @@ def generate_report(
             limits=limits,
         )
         fetches.extend(rendered.fetches)
-        return rendered.pdf
+        return signer.sign(rendered.pdf) if signer is not None else rendered.pdf
 
     versions_dir = versions_dir or output_dir
     document = document_name(definition.name, _slug(request))
@@ -240,6 +249,9 @@ def generate_report(
     if bundle_path is not None and bundle is not None:
         _write_atomically(bundle_path, bundle)
     _write_atomically(path, pdf)
+    document = _record_document(
+        wh, definition.name, manifest, digest, kept, path, pdf, retention_years
+    )
     return GeneratedReport(
         definition.name,
         path,
@@ -249,7 +261,38 @@ def generate_report(
         bundle_path,
         bundle_sha256,
         kept,
+        document,
     )
+
+
+def _record_document(
+    wh: Warehouse,
+    report: str,
+    manifest: dict[str, Any],
+    digest: str,
+    kept: DocumentVersion,
+    path: Path,
+    pdf: bytes,
+    retention_years: int,
+) -> RenderedDocument:
+    """Record the written file in ``audit.documents`` (once per distinct file); its signer is
+    read from the file (a kept version may have been signed when it was first rendered)."""
+    sha256 = hashlib.sha256(pdf).hexdigest()
+    document = RenderedDocument(
+        file_sha256=sha256,
+        document=kept.document,
+        version=kept.version,
+        report=report,
+        parameters=manifest.get("parameters") or {},
+        file_name=path.name,
+        evidence_digest=digest,
+        rendered_at=kept.rendered_at,
+        keep_until=keep_until(kept.rendered_at, retention_years),
+        signer=signer_of(pdf),
+    )
+    with wh.writer() as con:
+        record_document(con, document)
+    return document
 
 
 def generate_reports(
@@ -262,6 +305,8 @@ def generate_reports(
     models: Sequence[str] | None = None,
     evidence_dir: Path | None = None,
     versions_dir: Path | None = None,
+    signer: DocumentSigner | None = None,
+    retention_years: int = DEFAULT_RETENTION_YEARS,
 ) -> list[GeneratedReport]:
     """Every rendering of report ``name`` a scheduled run makes (the monthly Dagster assets,
     ``annex demo``): a per-model report once for each of ``models`` (default: every model of
@@ -287,6 +332,8 @@ def generate_reports(
             models_dir=models_dir,
             evidence_dir=evidence_dir,
             versions_dir=versions_dir,
+            signer=signer,
+            retention_years=retention_years,
         )
         for request in requests
     ]

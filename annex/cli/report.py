@@ -1,12 +1,15 @@
-"""``annex report NAME``: render one report from the published warehouse copy.
+"""``annex report NAME``: render one report from the published warehouse copy;
+``annex report verify FILE``: say whether a PDF is one annex rendered, and unchanged.
 
-The CLI's thin layer over ``services.reports.render_report``: parse the period, render, print
-the PDF's path and what it rests on.
+The CLI's thin layer over ``services.reports.render_report``: parse the period, render (signed
+when ``[reports]`` configures a key), print the PDF's path and what it rests on, and record to
+whom it was handed (``--for NAME``). ``verify`` is ``reports.documents.verify``.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
 import textwrap
 from collections.abc import Iterable
@@ -18,6 +21,8 @@ from annex.cli.counts import plural
 from annex.settings import Settings
 
 DEFAULT_OUTPUT = Path("annex-reports")
+VERIFY = "verify"
+"""``annex report verify FILE``: not a report, the check of a rendered one."""
 
 
 def register(commands: Any) -> None:
@@ -30,17 +35,29 @@ def register(commands: Any) -> None:
         help="render a report (PDF/A-3b with its evidence attached)",
         description=(
             "Render a report from the published (read-only) warehouse copy as a PDF/A-3b\n"
-            "file with its evidence tables and manifest attached. Without --period or\n"
-            "--from/--to: the last whole month."
+            "file with its evidence tables and manifest attached, signed (PAdES) when\n"
+            "[reports] signing_key is configured, and recorded in audit.documents. Without\n"
+            "--period or --from/--to: the last whole month.\n\n"
+            "annex report verify FILE: whether FILE is a PDF annex rendered, which report and\n"
+            "version, rendered when, handed to whom, whether every byte is unchanged, and\n"
+            "whether its signature is valid against [reports] signing_certificate."
         ),
         epilog=_report_list(definitions.values()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     report.add_argument(
         "name",
-        choices=sorted(definitions),
+        choices=[*sorted(definitions), VERIFY],
         metavar="NAME",
-        help="the report (listed below): " + ", ".join(sorted(definitions)),
+        help="the report (listed below): " + ", ".join(sorted(definitions)) + "; or verify",
+    )
+    report.add_argument(
+        "file",
+        nargs="?",
+        type=Path,
+        metavar="FILE",
+        help="with verify: the PDF to check (exit 0 only when annex rendered it, it is "
+        "unchanged and any signature is valid)",
     )
     report.add_argument(
         "--model",
@@ -73,6 +90,13 @@ def register(commands: Any) -> None:
         "SQL and hash, the model metadata file) as one zip the report names by its SHA-256; a "
         "public report (training_summary) always writes one (default: DIR/evidence of --output)",
     )
+    report.add_argument(
+        "--for",
+        dest="recipient",
+        metavar="NAME",
+        help="whom the report is handed to (an auditor, an authority, a customer): recorded "
+        "with the file's SHA-256 in audit.document_handovers",
+    )
     report.set_defaults(run=cmd_report)
 
 
@@ -85,6 +109,13 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     from reports.period import resolve_period
     from services.reports import render_report
 
+    if args.name == VERIFY:
+        return cmd_verify(args, settings)
+    if args.file is not None:
+        raise ReportError(
+            f"unexpected argument {str(args.file)!r}",
+            hint="only `annex report verify FILE` takes a file; give options as --period etc.",
+        )
     definition = report_definition(args.name)
     if definition.needs_model:
         if not args.model:
@@ -99,9 +130,30 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         period = resolve_period(args.period, args.first, args.last, today=datetime.now(UTC).date())
         request = ReportRequest(period=period)
         scope = f"period {period.describe()}"
-    result = render_report(settings, args.name, request, args.output, evidence_dir=args.evidence)
+    result = render_report(
+        settings,
+        args.name,
+        request,
+        args.output,
+        evidence_dir=args.evidence,
+        recipient=args.recipient,
+        command=_command(args),
+    )
     manifest = result.manifest
     print(f"wrote {result.path}")
+    document = result.document
+    if document is not None:
+        signed = (
+            f", signed {document.signer.level} by {document.signer.subject}"
+            if document.signer
+            else ""
+        )
+        print(
+            f"  version {document.version} of {document.document}, "
+            f"sha256:{document.file_sha256}{signed}"
+        )
+    if args.recipient:
+        print(f"  handed to {args.recipient.strip()} (recorded in audit.document_handovers)")
     if result.evidence_bundle is not None:
         print(
             f"wrote {result.evidence_bundle} (evidence for auditors, not for publication: "
@@ -116,6 +168,37 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     if result.refused:
         print(f"  the renderer refused {plural(len(result.refused), 'request')} (logged above)")
     return 0
+
+
+def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
+    """Print what annex knows of the file; exit non-zero unless it is unchanged (and any
+    signature valid against the configured certificate)."""
+    from reports.documents import raise_for, verify
+    from reports.errors import ReportError
+    from warehouse import Warehouse
+
+    if args.file is None:
+        raise ReportError("verify needs the PDF to check", hint="annex report verify FILE")
+    found = verify(Warehouse(settings.warehouse), args.file, settings.reports.signing_certificate)
+    print("\n".join(found.lines()))
+    raise_for(found)
+    return 0
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command as typed options (what audit.document_handovers records)."""
+    words = ["annex", "report", args.name]
+    for option, value in (
+        ("--model", args.model),
+        ("--edition", args.edition),
+        ("--period", args.period),
+        ("--from", args.first),
+        ("--to", args.last),
+        ("--for", args.recipient),
+    ):
+        if value is not None:
+            words += [option, str(value)]
+    return shlex.join(words)
 
 
 def _report_list(definitions: Iterable[Any]) -> str:

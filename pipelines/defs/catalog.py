@@ -97,7 +97,7 @@ WRITERS: tuple[tuple[str, str], ...] = (
     (r"core\.model_registry|marts\.(model_.*|training_.*|compute_.*)", "training_compute"),
     (r"audit\.compute_.*", "training_compute"),
     (r"(audit|marts)\.(collections|rejected.*|check_results)", "published_warehouse"),
-    (r"audit\.report_versions", "fleet_report"),
+    (r"audit\.(report_versions|documents)", "fleet_report"),
 )
 """Which asset writes each warehouse relation. A relation no pattern names (a new table) is
 shown downstream of ``warehouse_schema``, whose migrations create it."""

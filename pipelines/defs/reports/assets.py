@@ -9,6 +9,7 @@ the Dagster UI shows which evidence each month's PDF rests on.
 No ``from __future__ import annotations`` in the Dagster modules (see cluster_state/assets.py).
 """
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -18,6 +19,7 @@ from pipelines.defs.resources import AnnexSettingsResource, WarehouseResource
 from reports.catalog import report_definition, report_definitions
 from reports.generate import GeneratedReport, generate_reports
 from reports.period import month_period
+from reports.signing import configured_signer
 
 GROUP = "reports"
 REPORT_PARTITIONS = dg.MonthlyPartitionsDefinition(start_date="2026-01-01")
@@ -84,6 +86,8 @@ def render_month(
         out / month_key[:7] if report_definition(name).needs_model else out,
         models_dir=settings.models.dir,
         versions_dir=out,  # one history across the months
+        signer=configured_signer(settings.reports, os.environ),  # [reports] signing_key
+        retention_years=settings.reports.retention_years,
     )
 
 
