@@ -180,7 +180,9 @@ def compact_warehouse(
         if not dry_run:
             by_name = {t.name: t for t in tables}
             for partition in planned:
-                done.append(_compact_partition(con, by_name[partition.table], partition, root, on_step))
+                done.append(
+                    _compact_partition(con, by_name[partition.table], partition, root, on_step)
+                )
     if done:
         wh.publish()
     kept = {name: day for name, day in horizons.items() if day is not None}
@@ -240,10 +242,10 @@ def expired_partitions(
 ) -> list[Partition]:
     """Every (cluster, day) of ``table`` before ``first_kept`` with its rows, oldest first."""
     time = _ident(table.time_column)
-    keys = "cluster, " if table.has_cluster else ""
+    keys, order = ("cluster, ", "day, cluster") if table.has_cluster else ("", "day")
     rows = con.execute(
         f"SELECT {keys}CAST({time} AS DATE) AS day, count(*) FROM {table.plan.source} "
-        f"WHERE {time} < CAST(? AS TIMESTAMP) GROUP BY ALL ORDER BY day, ALL",
+        f"WHERE {time} < CAST(? AS TIMESTAMP) GROUP BY ALL ORDER BY {order}",
         [first_kept],
     ).fetchall()
     per_row = _bytes_per_row(con, table) if estimate and rows else 0.0
@@ -260,9 +262,7 @@ def expired_partitions(
 def compacted_until(con: duckdb.DuckDBPyConnection, table: str) -> date | None:
     """The day after the last day of ``table`` compacted (None: none is): rollups of hours
     before it must never be recomputed from the table."""
-    row = con.execute(
-        f"SELECT max(day) + 1 FROM {LEDGER} WHERE table_name = ?", [table]
-    ).fetchone()
+    row = con.execute(f"SELECT max(day) + 1 FROM {LEDGER} WHERE table_name = ?", [table]).fetchone()
     return row[0] if row else None
 
 
