@@ -23,7 +23,7 @@ from annex.settings import RetentionSettings, WarehouseSettings
 from tests.helpers.export_scenario import DAY_ONE, collect_day, new_warehouse
 from warehouse import Warehouse
 from warehouse.compaction import compact_warehouse, compactable_tables
-from warehouse.export import AS_OF_VARIABLE
+from warehouse.export import AS_OF_VARIABLE, export_warehouse
 from warehouse.models.utilisation import refresh_gpu_hourly
 
 RETENTION = RetentionSettings(telemetry_days=1, kubernetes_days=1, audit_days=8)
@@ -269,3 +269,23 @@ def _copy_of(wh: Warehouse, folder: Path) -> WarehouseSettings:
     folder.mkdir()
     shutil.copy(wh.path, folder / wh.path.name)
     return WarehouseSettings(path=folder / wh.path.name)
+
+
+def test_an_export_after_compacting_still_holds_every_sample(wh: Warehouse, tmp_path: Path):
+    before = export_warehouse(wh, tmp_path / "before")
+    compact_warehouse(wh, retention(wh))
+    after = export_warehouse(wh, tmp_path / "after")
+
+    def partitions(root: Path) -> dict[str, list[tuple]]:
+        folder = root / "core" / "gpu_telemetry_samples"
+        return {
+            str(p.relative_to(folder)): duckdb.sql(
+                f"SELECT * FROM read_parquet('{p}') ORDER BY ALL"
+            ).fetchall()
+            for p in sorted(folder.rglob("*.parquet"))
+        }
+
+    exported = partitions(before.dest)
+    assert f"day={DAY_ONE.date()}/data_0.parquet" in exported
+    assert partitions(after.dest) == exported
+    assert {t.name: t.rows for t in after.tables} == {t.name: t.rows for t in before.tables}
