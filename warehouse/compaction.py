@@ -25,17 +25,18 @@ A day is compacted when it lies wholly before the horizon: the data cut-off (the
 latest successful collection, so a warehouse nobody collects into ages no further) less the
 family's retention. Never before its rollups are final: the telemetry horizon is held back to
 the first day of any telemetry load not rolled up yet, and ``refresh_gpu_hourly`` never
-recomputes an hour older than the compacted days (``compacted_until``), so a late load can
-never rebuild an hour from samples that are no longer there.
+recomputes the telemetry of an hour of a compacted day (``audit.compactions``), so a late load
+can never rebuild an hour from samples that are no longer there.
 
-One atomic step per partition, under the writer lock: in one DuckDB transaction the partition's
-rows are written to ``data_<n>.parquet`` (its final name; fsync'ed, SHA-256 taken), deleted,
-the ledger row added to ``audit.compactions`` and the table's ``archive`` view re-created over
-every file the ledger names; then COMMIT. A crash before the commit leaves the old state (the
-rows in DuckDB, the ledger without the file: a stray file nobody reads, overwritten by the next
-compact); after it, the new one. ``n`` counts the partition's earlier files, so rows that arrive
-late for a day already compacted go to a second file, never over the first. Rerunning with
-nothing expired changes nothing.
+One atomic step per partition, under the writer lock (given back between partitions every
+``LOCK_SLICE_SECONDS``, so collections go on during a long first compaction): in one DuckDB
+transaction the partition's rows are written to ``data_<n>.parquet`` (its final name;
+fsync'ed, SHA-256 taken), deleted, the ledger row added to ``audit.compactions`` and the
+table's ``archive`` view re-created over every file the ledger names; then COMMIT. A crash
+before the commit leaves the old state (the rows in DuckDB, the ledger without the file: a
+stray file nobody reads, overwritten by the next compact); after it, the new one. ``n`` counts
+the partition's earlier files, so rows that arrive late for a day already compacted go to a
+second file, never over the first. Rerunning with nothing expired changes nothing.
 
 Readers trust a Parquet file only when the ledger names it: ``archive.<table>`` is the live
 rows ``UNION ALL BY NAME`` the ledger's files (absolute paths, so the published copy reads them
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -66,6 +68,7 @@ from warehouse.export import (
     HIVE_TYPES,
     TablePlan,
     _copy,
+    _count,
     _ident,
     _literal,
     _order,
@@ -87,6 +90,13 @@ FIXED_TABLES = (
 """Compactable tables besides every ``raw.kubernetes_*`` (family, schema, table, time column)."""
 
 KUBERNETES_TIME = "collected_at"
+
+LOCK_SLICE_SECONDS = 60.0
+"""Compaction gives the writer lock back after this long (between two partitions), so a
+collection waiting for it starts well within ``warehouse.lock_timeout_seconds``."""
+LOCK_GAP_SECONDS = 0.5
+"""How long it waits before taking the lock again: longer than a waiting writer's poll
+(``warehouse.lock.POLL_SECONDS``), so that writer gets it."""
 
 Step = Callable[[str], None]
 """Called with ``"written"`` (the file is on disk, nothing committed) and ``"committing"``
@@ -176,13 +186,23 @@ def compact_warehouse(
             if horizons[t.name] is not None
             for p in expired_partitions(con, t, horizons[t.name], estimate=dry_run)  # type: ignore[arg-type]
         ]
-        done: list[Partition] = []
-        if not dry_run:
-            by_name = {t.name: t for t in tables}
-            for partition in planned:
-                done.append(
-                    _compact_partition(con, by_name[partition.table], partition, root, on_step)
-                )
+    done: list[Partition] = []
+    pending = [] if dry_run else list(planned)
+    by_name = {t.name: t for t in tables}
+    while pending:
+        # the writer lock for at most LOCK_SLICE_SECONDS at a time: a first compaction of a
+        # long history must not keep a collection waiting past its lock timeout
+        with wh.writer() as con:
+            started = time.monotonic()
+            while pending:  # at least one partition a session, however short the slice
+                partition = pending.pop(0)
+                moved = _compact_partition(con, by_name[partition.table], partition, root, on_step)
+                if moved is not None:
+                    done.append(moved)
+                if time.monotonic() - started >= LOCK_SLICE_SECONDS:
+                    break
+        if pending:
+            time.sleep(LOCK_GAP_SECONDS)
     if done:
         wh.publish()
     kept = {name: day for name, day in horizons.items() if day is not None}
@@ -259,13 +279,6 @@ def expired_partitions(
     return partitions
 
 
-def compacted_until(con: duckdb.DuckDBPyConnection, table: str) -> date | None:
-    """The day after the last day of ``table`` compacted (None: none is): rollups of hours
-    before it must never be recomputed from the table."""
-    row = con.execute(f"SELECT max(day) + 1 FROM {LEDGER} WHERE table_name = ?", [table]).fetchone()
-    return row[0] if row else None
-
-
 def archive_views(con: duckdb.DuckDBPyConnection) -> list[str]:
     """(Re)create ``archive.<table>`` for every compactable table: its live rows and the rows
     of every Parquet file the ledger names. Joins the caller's transaction, if any."""
@@ -284,7 +297,8 @@ def _compact_partition(
     partition: Partition,
     root: Path,
     on_step: Step | None,
-) -> Partition:
+) -> Partition | None:
+    """Move one partition (see the module docstring); None when its rows are gone already."""
     plan = table.plan
     values = (partition.cluster, partition.day) if table.has_cluster else (partition.day,)
     where = _partition_filter(plan, values)
@@ -297,6 +311,8 @@ def _compact_partition(
                 "AND cluster IS NOT DISTINCT FROM ? AND day = ?",
                 [table.name, partition.cluster, partition.day],
             ).fetchone()
+            if not _count(con, f"SELECT count(*) FROM {plan.source} WHERE {where}"):
+                return None
             folder = root / table.schema / table.table / _partition_path(values)
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"data_{earlier[0] if earlier else 0}.parquet"

@@ -21,7 +21,7 @@ import pytest
 
 from annex.settings import RetentionSettings, WarehouseSettings
 from tests.helpers.export_scenario import DAY_ONE, collect_day, new_warehouse
-from warehouse import Warehouse
+from warehouse import Warehouse, compaction
 from warehouse.compaction import compact_warehouse, compactable_tables
 from warehouse.export import AS_OF_VARIABLE, export_warehouse
 from warehouse.models.utilisation import refresh_gpu_hourly
@@ -289,3 +289,22 @@ def test_an_export_after_compacting_still_holds_every_sample(wh: Warehouse, tmp_
     assert f"day={DAY_ONE.date()}/data_0.parquet" in exported
     assert partitions(after.dest) == exported
     assert {t.name: t.rows for t in after.tables} == {t.name: t.rows for t in before.tables}
+
+
+def test_the_writer_lock_is_given_back_between_partitions(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(compaction, "LOCK_SLICE_SECONDS", 0.0)
+    monkeypatch.setattr(compaction, "LOCK_GAP_SECONDS", 0.0)
+    sessions = []
+    writer = Warehouse.writer
+
+    def counted(self: Warehouse, on_wait=None):
+        sessions.append(1)
+        return writer(self, on_wait)
+
+    monkeypatch.setattr(Warehouse, "writer", counted)
+    result = compact_warehouse(wh, retention(wh))
+    assert len(result.partitions) > 1
+    assert len(sessions) >= len(result.partitions) + 1  # the plan's, then one a partition
+    assert len(ledger(wh)) == len(result.partitions)
