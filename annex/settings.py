@@ -389,6 +389,43 @@ class ReportsSettings:
 
 
 @dataclass(frozen=True)
+class RetentionSettings:
+    """``[retention]``: how many days raw rows stay in DuckDB at full resolution, per table family,
+    before ``annex warehouse compact`` moves them to Parquet (``warehouse.compaction``).
+
+    Only raw rows whose figures are derived elsewhere are compacted: the telemetry samples
+    (rolled up hourly and daily), the Kubernetes collections' raw rows (merged into ``core``'s
+    versions and intervals) and the request logs of ``audit``. Kept forever, never compacted:
+    the hourly and daily rollups (``marts.gpu_hourly``, ``marts.gpu_daily``, ...), intervals and
+    versions (``core.gpu_allocations``, ``core.nodes``, ...), verdicts, and every fact a
+    rendered document cites (``audit.report_versions`` and what it points to). Compacted rows
+    stay readable in ``annex sql`` through the ``archive`` views."""
+
+    telemetry_days: int = 14
+    """``core.gpu_telemetry_samples`` (the rollups keep every figure)."""
+    kubernetes_days: int = 30
+    """``raw.kubernetes_*``: the collections' rows as listed (``core`` keeps the history)."""
+    lineage_days: int = 400
+    """Lineage event bodies (``core.lineage_events.payload``): recorded, not compacted yet (the
+    lineage models and ``core.lineage_facets`` re-read them)."""
+    attestation_days: int = 400
+    """Attestation tokens as received: recorded, not compacted yet (verdicts cite them)."""
+    audit_days: int = 90
+    """``audit.kubernetes_requests`` and ``audit.telemetry_targets`` (request logs); at least 8,
+    as ``marts.kubernetes_api_latency`` reads the last 7 days."""
+    dir: Path | None = None
+    """Where compacted partitions go; None: ``archive/`` beside the warehouse file."""
+
+    def resolved_dir(self, warehouse: WarehouseSettings) -> Path:
+        folder = self.dir if self.dir is not None else Path(warehouse.path).parent / "archive"
+        return folder.absolute()
+
+    def days(self, family: str) -> int:
+        """The retention of a table family (``telemetry``, ``kubernetes``, ...)."""
+        return int(getattr(self, f"{family}_days"))
+
+
+@dataclass(frozen=True)
 class ComputeSettings:
     """``[compute]``: the factors of the training compute and energy figures."""
 
@@ -423,6 +460,7 @@ class Settings:
     compute: ComputeSettings = field(default_factory=ComputeSettings)
     export: ExportSettings = field(default_factory=ExportSettings)
     reports: ReportsSettings = field(default_factory=ReportsSettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
     topology_profiles: Mapping[str, tuple[tuple[str, ...], ...]] = field(
         default_factory=lambda: dict(TOPOLOGY_PRESETS)
     )
@@ -757,6 +795,7 @@ def _validate(
     compute = _compute(top.get("compute", dict, {}), source, origin, base)
     export = _export(top.get("export", dict, {}), source, origin, base)
     reports = _reports(top.get("reports", dict, {}), source, origin, base)
+    retention = _retention(top.get("retention", dict, {}), source, origin, base, telemetry)
     top.finish()
 
     return Settings(
@@ -772,6 +811,7 @@ def _validate(
         compute=compute,
         export=export,
         reports=reports,
+        retention=retention,
         topology_profiles=profiles,
         source=source,
     )
@@ -1191,4 +1231,46 @@ def _compute(
         as_of=_utc_moment(reader, "as_of"),
     )
     reader.finish()
+    return settings
+
+
+MAX_RETENTION_DAYS = 36_500
+"""A hundred years: a larger value is a typo (leave raw rows uncompacted with this)."""
+MIN_AUDIT_RETENTION_DAYS = 8
+"""``marts.kubernetes_api_latency`` reads the last 7 days of ``audit.kubernetes_requests``."""
+
+
+def _retention(
+    table: Any,
+    source: str,
+    origin: Mapping[str, str],
+    base: Path | None,
+    telemetry: TelemetrySettings,
+) -> RetentionSettings:
+    reader = _Reader(table, "retention", source, origin, base)
+    defaults = RetentionSettings()
+
+    def days(name: str, minimum: int) -> int:
+        return reader.number(
+            name, int, getattr(defaults, name), minimum=minimum, maximum=MAX_RETENTION_DAYS
+        )
+
+    settings = RetentionSettings(
+        telemetry_days=days("telemetry_days", 1),
+        kubernetes_days=days("kubernetes_days", 1),
+        lineage_days=days("lineage_days", 1),
+        attestation_days=days("attestation_days", 1),
+        audit_days=days("audit_days", MIN_AUDIT_RETENTION_DAYS),
+        # a folder, so relative to the working directory like export.dir
+        dir=reader.path("dir", None),
+    )
+    reader.finish()
+    if settings.telemetry_days * 86_400 <= telemetry.window_seconds:
+        # a collection would read samples again that compaction already moved: loaded twice
+        raise reader.error(
+            "retention.telemetry_days",
+            settings.telemetry_days,
+            f"must keep more than telemetry.window_seconds ({telemetry.window_seconds} s) "
+            "of samples, or a collection reloads samples already compacted",
+        )
     return settings

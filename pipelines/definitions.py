@@ -15,6 +15,7 @@ from pipelines.defs import attestation, cluster_state, gpu_evidence, lineage
 from pipelines.defs import compute as compute_defs
 from pipelines.defs import export as export_defs
 from pipelines.defs import reports as report_defs
+from pipelines.defs import retention as retention_defs
 from pipelines.defs import watch as watch_defs
 from pipelines.defs.catalog import catalogued
 from pipelines.defs.resources import build_resources
@@ -42,6 +43,7 @@ def build_defs(config_path: str | None = None) -> dg.Definitions:
         report_defs.defs,
         watch_defs.defs,
         export_defs.defs,
+        retention_defs.defs,
     )
     return dg.Definitions.merge(
         catalogued(sources), dg.Definitions(resources=build_resources(config_path))

@@ -267,6 +267,12 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
     lines += ["", "[models]", f"dir = {_toml(settings.models.dir.absolute())}"]
     if settings.export.dir is not None:
         lines += ["", "[export]", f"dir = {_toml(settings.export.dir.absolute())}"]
+    lines += ["", "[retention]"]
+    lines += [
+        f"{key} = {_toml(value.absolute() if key == 'dir' else value)}"
+        for key, value in vars(settings.retention).items()
+        if value is not None
+    ]
     lines += ["", "[compute]"]
     lines += [
         f"{key} = {_toml(value)}"

@@ -287,9 +287,14 @@ class Warehouse:
 
     def _migrate(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         try:
-            return apply_migrations(
+            applied = apply_migrations(
                 con, self.migrations(), str(self.path), discover_mart_views(self.marts_dir)
             )
+            if applied and table_exists(con, "audit", "compactions"):
+                from warehouse.compaction import archive_views  # it imports this module
+
+                archive_views(con)  # a migration may change a table the view reads
+            return applied
         except (MigrationError, duckdb.Error) as exc:
             if not out_of_space(exc):
                 raise

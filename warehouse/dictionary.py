@@ -33,8 +33,10 @@ MODELS_DIR = Path(__file__).with_name("models")
 
 DEFAULT_OUTPUT = REPO_ROOT / "docs" / "data-dictionary.md"
 
-SCHEMAS = ("raw", "core", "marts", "audit", "meta")
-"""In the order analysts meet them; ``raw`` and ``meta`` are listed but need no comments."""
+SCHEMAS = ("raw", "core", "marts", "audit", "archive", "meta")
+"""In the order analysts meet them; ``raw``, ``archive`` (views over ``raw``/``core``/``audit``
+and their compacted Parquet, commented by ``warehouse.compaction``) and ``meta`` are listed but
+need no column comments."""
 
 DOCUMENTED_SCHEMAS = ("core", "marts", "audit")
 """Schemas whose every table, view, column and macro must have a comment (tests enforce it)."""

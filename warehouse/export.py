@@ -165,6 +165,10 @@ class TablePlan:
     """Columns whose day >= since marks an older partition as changed."""
     columns: tuple[tuple[str, str], ...]
     """The table's columns and their DuckDB types, in order."""
+    whole: str | None = None
+    """The view that reads the table whole, its compacted rows included (``archive.<table>``,
+    ``warehouse.compaction``): the export reads it, so compacting never removes an exported
+    partition. None: the table itself."""
 
     @property
     def name(self) -> str:
@@ -182,7 +186,7 @@ class TablePlan:
 
     @property
     def source(self) -> str:
-        return f"{_ident(self.schema)}.{_ident(self.table)}"
+        return self.whole or f"{_ident(self.schema)}.{_ident(self.table)}"
 
 
 @dataclass(frozen=True)
@@ -292,7 +296,19 @@ def plan_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, kind: st
         day_from = None
     candidates = (*_CHANGE_COLUMNS.get(day_from or "", ()), _LATE_ARRIVAL) if day_from else ()
     changes = tuple(c for c in candidates if c in types)
-    return TablePlan(schema, table, kind, day_from, "cluster" in types, changes, columns)
+    whole = None
+    if schema == "core" and _archived(con, table):
+        whole = f"archive.{_ident(table)}"
+    return TablePlan(schema, table, kind, day_from, "cluster" in types, changes, columns, whole)
+
+
+def _archived(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether ``archive.<table>`` exists: the table's rows live and compacted."""
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE schema_name = 'archive' AND view_name = ?",
+        [table],
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def duckdb_source(dest: str | os.PathLike[str], entry: dict) -> str:

@@ -59,6 +59,7 @@ SOURCE_AND_LAYER: Mapping[str, tuple[str, str]] = {
     "lineage_models": ("lineage", "marts"),
     "training_compute": ("compute", "marts"),
     "parquet_export": ("warehouse", "export"),
+    "warehouse_compaction": ("warehouse", "audit"),
 }
 """The ``source`` (evidence source) and ``layer`` (raw, core, marts, report, export) tags of each
 asset; a report asset (``*_report``) is ``reports``/``report``."""
@@ -76,6 +77,7 @@ PRIMARY_TABLE: Mapping[str, str] = {
     "lineage_events": "core.lineage_events",
     "lineage_models": "marts.lineage_models",
     "training_compute": "marts.model_compute",
+    "warehouse_compaction": "audit.compactions",
 }
 """The table whose columns an asset's catalog entry shows (the others it writes are listed in
 its ``annex/tables`` metadata and are assets of their own)."""
@@ -98,6 +100,7 @@ WRITERS: tuple[tuple[str, str], ...] = (
     (r"audit\.compute_.*", "training_compute"),
     (r"(audit|marts)\.(collections|rejected.*|check_results)", "published_warehouse"),
     (r"audit\.(report_versions|documents)", "fleet_report"),
+    (r"audit\.compactions", "warehouse_compaction"),
 )
 """Which asset writes each warehouse relation. A relation no pattern names (a new table) is
 shown downstream of ``warehouse_schema``, whose migrations create it."""

@@ -230,3 +230,47 @@ def test_warehouse_memory_limit_that_duckdb_cannot_use_is_refused(
     with pytest.raises(ConfigError, match=r"warehouse\.memory_limit") as caught:
         load_settings(path, env={})
     assert problem in str(caught.value)
+
+
+def test_retention_defaults_and_folder_beside_the_warehouse(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, "[warehouse]\npath = 'w/annex.duckdb'\n"), env={})
+    retention = settings.retention
+    assert (retention.telemetry_days, retention.kubernetes_days, retention.audit_days) == (
+        14,
+        30,
+        90,
+    )
+    assert retention.days("lineage") == 400 and retention.days("attestation") == 400
+    assert retention.resolved_dir(settings.warehouse) == (Path("w") / "archive").absolute()
+
+
+def test_retention_values_and_environment_override(tmp_path: Path) -> None:
+    path = write(tmp_path, "[retention]\ntelemetry_days = 7\ndir = 'cold'\n")
+    settings = load_settings(path, env={"ANNEX_RETENTION__AUDIT_DAYS": "30"})
+    assert settings.retention.telemetry_days == 7
+    assert settings.retention.audit_days == 30
+    assert settings.retention.resolved_dir(settings.warehouse) == Path("cold").absolute()
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "problem"),
+    [
+        ("telemetry_days = 0", "retention.telemetry_days", "between 1 and 36500"),
+        ("kubernetes_days = 'long'", "retention.kubernetes_days", "must be an integer"),
+        ("audit_days = 7", "retention.audit_days", "between 8 and 36500"),
+        ("lineage_days = 100000", "retention.lineage_days", "between 1 and 36500"),
+        ("dir = ' '", "retention.dir", "must not be empty"),
+        ("weeks = 2", "retention.weeks", "unknown setting"),
+    ],
+)
+def test_retention_refuses_bad_values(tmp_path: Path, text: str, key: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")) as caught:
+        load_settings(write(tmp_path, f"[retention]\n{text}\n"), env={})
+    assert problem in str(caught.value)
+
+
+def test_retention_keeps_more_telemetry_than_a_collection_reads(tmp_path: Path) -> None:
+    text = "[telemetry]\nwindow_seconds = 172800\n[retention]\ntelemetry_days = 2\n"
+    with pytest.raises(ConfigError, match=r"retention\.telemetry_days") as caught:
+        load_settings(write(tmp_path, text), env={})
+    assert "telemetry.window_seconds" in str(caught.value)

@@ -32,6 +32,9 @@ What is rebuilt, per cluster:
   They are tables for the same reason as gpu_hourly (the SCD rows and intervals would have to be
   cut into hours on every query). A telemetry-only hour past the horizon gets its capacity when
   the next kubernetes collection rebuilds it.
+* Never an hour of a day whose samples ``annex warehouse compact`` moved to Parquet
+  (``audit.compactions``): its telemetry rollup is final; a load reaching back there rebuilds
+  only the inventory GPU-hours of those hours.
 
 Speed. A day of one-minute samples of one field for 60,000 GPUs plus six fields for 2,000
 (103.7 million samples) rolls up in about 9 s on the 2-core build machine, about twice a bare
@@ -60,7 +63,7 @@ from typing import Any
 
 import duckdb
 
-from warehouse.migrate import utc_now
+from warehouse.migrate import table_exists, utc_now
 from warehouse.models import sql_files
 from warehouse.transaction import atomic
 
@@ -205,6 +208,14 @@ CREATE OR REPLACE TEMP TABLE util_balloons AS
 SELECT DISTINCT cluster, namespace, pod_name, valid_from, valid_to
 FROM core.gpu_allocation_history
 WHERE category = 'balloon';
+"""
+
+_KEEP_COMPACTED_HOURS = """
+UPDATE util_hours SET telemetry = false
+WHERE telemetry AND hour < (
+    SELECT CAST(max(day) + 1 AS TIMESTAMP) FROM audit.compactions
+    WHERE table_name = 'core.gpu_telemetry_samples'
+)
 """
 
 _SERIES = f"""
@@ -818,6 +829,10 @@ def _refresh(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, int]:
             con.execute("INSERT INTO util_next_hours VALUES (?, ?)", [cluster, hour])
     for statement in con.extract_statements(_PLAN_HOURS):
         con.execute(statement)
+    if table_exists(con, "audit", "compactions"):
+        # never rebuild an hour from samples compaction moved out (warehouse.compaction): its
+        # rollup is final; a late load for it changes the inventory hours only
+        con.execute(_KEEP_COMPACTED_HOURS)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE util_written (tbl VARCHAR, cluster VARCHAR, rows BIGINT)"
     )

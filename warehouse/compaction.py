@@ -1,0 +1,419 @@
+"""``annex warehouse compact``: expired raw rows move to Hive-partitioned Parquet, one atomic
+step per partition, and stay readable in ``annex sql`` as ``archive.<table>``.
+
+Why: 60,000 GPUs sampled once a minute are 86.4 million rows a day per DCGM field. The figures
+annex reports come from the hourly and daily rollups, the versions and the intervals, which are
+kept forever; the raw rows behind them are needed at full resolution only for a while
+(``[retention]``, ``annex.settings.RetentionSettings``). Past that they leave DuckDB for Parquet
+files in the export's layout (``warehouse.export``: ``<schema>/<table>/[cluster=<name>/]
+day=<YYYY-MM-DD>/``), which DuckDB, Spark and Trino read as they are.
+
+What is compacted (``compactable_tables``), by the day of a time column that never changes for
+a row:
+
+=====================================  ===============  =========================================
+table                                  family           day from
+=====================================  ===============  =========================================
+core.gpu_telemetry_samples             telemetry        ``ts`` (partitioned by day only: a
+                                                        sample has no cluster column)
+raw.kubernetes_* (every one)           kubernetes       ``collected_at``
+audit.kubernetes_requests              audit            ``requested_at``
+audit.telemetry_targets                audit            ``started_at``
+=====================================  ===============  =========================================
+
+A day is compacted when it lies wholly before the horizon: the data cut-off (the end of the
+latest successful collection, so a warehouse nobody collects into ages no further) less the
+family's retention. Never before its rollups are final: the telemetry horizon is held back to
+the first day of any telemetry load not rolled up yet, and ``refresh_gpu_hourly`` never
+recomputes the telemetry of an hour of a compacted day (``audit.compactions``), so a late load
+can never rebuild an hour from samples that are no longer there.
+
+One atomic step per partition, under the writer lock (given back between partitions every
+``LOCK_SLICE_SECONDS``, so collections go on during a long first compaction): in one DuckDB
+transaction the partition's rows are written to ``data_<n>.parquet`` (its final name;
+fsync'ed, SHA-256 taken), deleted, the ledger row added to ``audit.compactions`` and the
+table's ``archive`` view re-created over every file the ledger names; then COMMIT. A crash
+before the commit leaves the old state (the rows in DuckDB, the ledger without the file: a
+stray file nobody reads, overwritten by the next compact); after it, the new one. ``n`` counts
+the partition's earlier files, so rows that arrive late for a day already compacted go to a
+second file, never over the first. Rerunning with nothing expired changes nothing.
+
+Readers trust a Parquet file only when the ledger names it: ``archive.<table>`` is the live
+rows ``UNION ALL BY NAME`` the ledger's files (absolute paths, so the published copy reads them
+too; moving the archive folder means re-creating the views: compact again). Files keep the
+table's own types (``UINTEGER`` series ids, ``UBIGINT`` hashes), so the archive view returns
+exactly the rows the table had.
+
+A ``raw.kubernetes_*`` row is the object as listed when it changed; a collection compares with
+the latest such row. An object unchanged for longer than the retention therefore gets one new
+raw row at the next collection (its state then): ``core`` is unaffected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+
+from annex.errors import WarehouseError
+from annex.settings import RetentionSettings
+from warehouse.connection import Warehouse
+from warehouse.export import (
+    HIVE_TYPES,
+    TablePlan,
+    _copy,
+    _count,
+    _ident,
+    _literal,
+    _order,
+    _partition_filter,
+    _partition_path,
+    data_cutoff,
+)
+from warehouse.migrate import utc_now
+from warehouse.transaction import atomic
+
+ARCHIVE_SCHEMA = "archive"
+LEDGER = "audit.compactions"
+
+FIXED_TABLES = (
+    ("telemetry", "core", "gpu_telemetry_samples", "ts"),
+    ("audit", "audit", "kubernetes_requests", "requested_at"),
+    ("audit", "audit", "telemetry_targets", "started_at"),
+)
+"""Compactable tables besides every ``raw.kubernetes_*`` (family, schema, table, time column)."""
+
+KUBERNETES_TIME = "collected_at"
+
+LOCK_SLICE_SECONDS = 60.0
+"""Compaction gives the writer lock back after this long (between two partitions), so a
+collection waiting for it starts well within ``warehouse.lock_timeout_seconds``."""
+LOCK_GAP_SECONDS = 0.5
+"""How long it waits before taking the lock again: longer than a waiting writer's poll
+(``warehouse.lock.POLL_SECONDS``), so that writer gets it."""
+
+Step = Callable[[str], None]
+"""Called with ``"written"`` (the file is on disk, nothing committed) and ``"committing"``
+(rows deleted and ledger row added, not committed): the seams the crash tests kill at."""
+
+
+@dataclass(frozen=True)
+class Compactable:
+    """One table compaction may move rows of."""
+
+    family: str
+    """The ``[retention]`` family: ``<family>_days`` is its retention."""
+    schema: str
+    table: str
+    time_column: str
+    columns: tuple[tuple[str, str], ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.schema}.{self.table}"
+
+    @property
+    def has_cluster(self) -> bool:
+        return any(column == "cluster" for column, _ in self.columns)
+
+    @property
+    def plan(self) -> TablePlan:
+        """The export's plan of the table: its partition filter, path and sort order."""
+        return TablePlan(
+            self.schema, self.table, "table", self.time_column, self.has_cluster, (), self.columns
+        )
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One (cluster, day) of a table whose rows are past the retention."""
+
+    table: str
+    family: str
+    cluster: str | None
+    day: date
+    rows: int
+    bytes: int
+    """In DuckDB (an estimate: the table's blocks times the partition's share of its rows) for
+    a dry run; of the Parquet file once compacted."""
+    file: Path | None = None
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What ``compact_warehouse`` moved (or, for a dry run, would move)."""
+
+    dry_run: bool
+    data_cutoff: datetime | None
+    horizons: dict[str, date]
+    """Per table: rows of days before this one are (or would be) compacted."""
+    partitions: tuple[Partition, ...]
+
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.partitions)
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.partitions)
+
+
+def compact_warehouse(
+    wh: Warehouse,
+    retention: RetentionSettings,
+    *,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    on_step: Step | None = None,
+) -> CompactionResult:
+    """Move every partition past its retention to ``retention.resolved_dir`` (see the module
+    docstring); ``dry_run`` only lists them. ``now`` replaces the data cut-off (tests, a
+    backfill). Publishes the analysts' copy when anything moved."""
+    root = retention.resolved_dir(wh.settings)
+    with wh.writer() as con:
+        cutoff = now if now is not None else data_cutoff(con)
+        tables = compactable_tables(con)
+        horizons = {t.name: horizon(con, t, retention, cutoff) for t in tables}
+        planned = [
+            p
+            for t in tables
+            if horizons[t.name] is not None
+            for p in expired_partitions(con, t, horizons[t.name], estimate=dry_run)  # type: ignore[arg-type]
+        ]
+    done: list[Partition] = []
+    pending = [] if dry_run else list(planned)
+    by_name = {t.name: t for t in tables}
+    while pending:
+        # the writer lock for at most LOCK_SLICE_SECONDS at a time: a first compaction of a
+        # long history must not keep a collection waiting past its lock timeout
+        with wh.writer() as con:
+            started = time.monotonic()
+            while pending:  # at least one partition a session, however short the slice
+                partition = pending.pop(0)
+                moved = _compact_partition(con, by_name[partition.table], partition, root, on_step)
+                if moved is not None:
+                    done.append(moved)
+                if time.monotonic() - started >= LOCK_SLICE_SECONDS:
+                    break
+        if pending:
+            time.sleep(LOCK_GAP_SECONDS)
+    if done:
+        wh.publish()
+    kept = {name: day for name, day in horizons.items() if day is not None}
+    return CompactionResult(dry_run, cutoff, kept, tuple(planned if dry_run else done))
+
+
+def compactable_tables(con: duckdb.DuckDBPyConnection) -> list[Compactable]:
+    """The tables compaction moves rows of, as this warehouse has them (a ``raw.kubernetes_*``
+    table a later migration adds is compacted too)."""
+    columns: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for schema, table, column, data_type in con.execute(
+        "SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns() "
+        "WHERE schema_name IN ('raw', 'core', 'audit') ORDER BY schema_name, table_name, "
+        "column_index"
+    ).fetchall():
+        columns.setdefault((schema, table), []).append((column, data_type))
+    wanted = [
+        (family, schema, table, time)
+        for family, schema, table, time in FIXED_TABLES
+        if (schema, table) in columns
+    ]
+    wanted += [
+        ("kubernetes", schema, table, KUBERNETES_TIME)
+        for schema, table in sorted(columns)
+        if schema == "raw"
+        and table.startswith("kubernetes_")
+        and (KUBERNETES_TIME, "TIMESTAMP") in columns[(schema, table)]
+    ]
+    return [
+        Compactable(family, schema, table, time, tuple(columns[(schema, table)]))
+        for family, schema, table, time in sorted(wanted, key=lambda w: (w[1], w[2]))
+    ]
+
+
+def horizon(
+    con: duckdb.DuckDBPyConnection,
+    table: Compactable,
+    retention: RetentionSettings,
+    cutoff: datetime | None,
+) -> date | None:
+    """The first day of ``table`` kept in DuckDB: the cut-off less the retention, held back
+    for telemetry to the first day of a load not rolled up yet. None: nothing expires."""
+    if cutoff is None:
+        return None
+    first_kept = (cutoff - timedelta(days=retention.days(table.family))).date()
+    if table.family == "telemetry":
+        row = con.execute(
+            "SELECT min(min_ts) FROM audit.telemetry_loads WHERE NOT rolled_up"
+        ).fetchone()
+        if row and row[0] is not None:
+            first_kept = min(first_kept, row[0].date())
+    return first_kept
+
+
+def expired_partitions(
+    con: duckdb.DuckDBPyConnection, table: Compactable, first_kept: date, *, estimate: bool
+) -> list[Partition]:
+    """Every (cluster, day) of ``table`` before ``first_kept`` with its rows, oldest first."""
+    time = _ident(table.time_column)
+    keys, order = ("cluster, ", "day, cluster") if table.has_cluster else ("", "day")
+    rows = con.execute(
+        f"SELECT {keys}CAST({time} AS DATE) AS day, count(*) FROM {table.plan.source} "
+        f"WHERE {time} < CAST(? AS TIMESTAMP) GROUP BY ALL ORDER BY {order}",
+        [first_kept],
+    ).fetchall()
+    per_row = _bytes_per_row(con, table) if estimate and rows else 0.0
+    partitions = []
+    for row in rows:
+        cluster = row[0] if table.has_cluster else None
+        day, count = row[-2], int(row[-1])
+        partitions.append(
+            Partition(table.name, table.family, cluster, day, count, round(count * per_row))
+        )
+    return partitions
+
+
+def archive_views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """(Re)create ``archive.<table>`` for every compactable table: its live rows and the rows
+    of every Parquet file the ledger names. Joins the caller's transaction, if any."""
+    with atomic(con):
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {ARCHIVE_SCHEMA}")
+        names = []
+        for table in compactable_tables(con):
+            _create_view(con, table)
+            names.append(f"{ARCHIVE_SCHEMA}.{table.table}")
+    return names
+
+
+def _compact_partition(
+    con: duckdb.DuckDBPyConnection,
+    table: Compactable,
+    partition: Partition,
+    root: Path,
+    on_step: Step | None,
+) -> Partition | None:
+    """Move one partition (see the module docstring); None when its rows are gone already."""
+    plan = table.plan
+    values = (partition.cluster, partition.day) if table.has_cluster else (partition.day,)
+    where = _partition_filter(plan, values)
+    written_columns = {c: t for c, t in table.columns if c not in plan.partition_columns}
+    select = ", ".join(_ident(c) for c in written_columns)
+    try:
+        with atomic(con):
+            earlier = con.execute(
+                f"SELECT count(*) FROM {LEDGER} WHERE table_name = ? "
+                "AND cluster IS NOT DISTINCT FROM ? AND day = ?",
+                [table.name, partition.cluster, partition.day],
+            ).fetchone()
+            if not _count(con, f"SELECT count(*) FROM {plan.source} WHERE {where}"):
+                return None
+            folder = root / table.schema / table.table / _partition_path(values)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"data_{earlier[0] if earlier else 0}.parquet"
+            query = f"SELECT {select} FROM {plan.source} WHERE {where}"
+            _copy(con, query, _order(plan, written_columns), path)
+            digest, size = _sync_and_hash(path)
+            if on_step:
+                on_step("written")
+            deleted = con.execute(f"DELETE FROM {plan.source} WHERE {where}").fetchone()
+            in_file = con.execute(
+                f"SELECT count(*) FROM read_parquet('{_literal(str(path))}')"
+            ).fetchone()
+            if not deleted or not in_file or deleted[0] != in_file[0]:
+                raise WarehouseError(
+                    f"compacting {table.name} {partition.cluster or ''} {partition.day}: "
+                    f"{in_file} rows written but {deleted} deleted; nothing was changed",
+                    hint="rerun `annex warehouse compact`",
+                )
+            con.execute(
+                f"INSERT INTO {LEDGER} (table_name, family, cluster, day, rows, bytes, file, "
+                "sha256, compacted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    table.name,
+                    table.family,
+                    partition.cluster,
+                    partition.day,
+                    int(deleted[0]),
+                    size,
+                    str(path),
+                    digest,
+                    utc_now(),
+                ],
+            )
+            _create_view(con, table)
+            if on_step:
+                on_step("committing")
+    except OSError as exc:
+        raise WarehouseError(
+            f"cannot write the compacted partition of {table.name} under {root}: {exc}",
+            hint="check free space and permissions there, then rerun (nothing was deleted)",
+        ) from exc
+    except duckdb.Error as exc:
+        raise WarehouseError(
+            f"compacting {table.name} failed and was rolled back: {exc}",
+            hint="rerun `annex warehouse compact`; partitions already compacted stay so",
+        ) from exc
+    return Partition(
+        table.name, table.family, partition.cluster, partition.day, int(deleted[0]), size, path
+    )
+
+
+def _create_view(con: duckdb.DuckDBPyConnection, table: Compactable) -> None:
+    files = [
+        row[0]
+        for row in con.execute(
+            f"SELECT file FROM {LEDGER} WHERE table_name = ? ORDER BY day, cluster, file",
+            [table.name],
+        ).fetchall()
+    ]
+    view = f"{ARCHIVE_SCHEMA}.{_ident(table.table)}"
+    sql = f"SELECT * FROM {table.plan.source}"
+    if files:
+        listed = ", ".join(f"'{_literal(f)}'" for f in files)
+        types = ", ".join(f"'{c}': '{HIVE_TYPES[c]}'" for c in table.plan.partition_columns)
+        sql += (
+            f"\nUNION ALL BY NAME\nSELECT * EXCLUDE (day) FROM read_parquet([{listed}], "
+            f"hive_partitioning = true, hive_types = {{{types}}})"
+        )
+    con.execute(f"CREATE OR REPLACE VIEW {view} AS {sql}")
+    comment = (
+        f"{table.name} whole: its rows still in DuckDB and those compacted to Parquet past "
+        f"[retention] {table.family}_days (the files audit.compactions names, partitioned by "
+        f"{' and '.join(table.plan.partition_columns)} of {table.time_column}). Same columns "
+        f"as {table.name}; filter on {table.time_column} to read only the files needed."
+    )
+    con.execute(f"COMMENT ON VIEW {view} IS '{_literal(comment)}'")
+
+
+def _sync_and_hash(path: Path) -> tuple[str, int]:
+    """Flush the file and its folder to disk (a committed ledger row never names a file the
+    disk lost) and return its SHA-256 and size."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+        os.fsync(handle.fileno())
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+    return digest.hexdigest(), path.stat().st_size
+
+
+def _bytes_per_row(con: duckdb.DuckDBPyConnection, table: Compactable) -> float:
+    """The table's bytes in DuckDB per row (its blocks, for a dry run's estimate)."""
+    row = con.execute(
+        "SELECT count(DISTINCT block_id) * (SELECT block_size FROM pragma_database_size()), "
+        f"(SELECT count(*) FROM {table.plan.source}) "
+        f"FROM pragma_storage_info('{_literal(table.name)}') WHERE block_id >= 0"
+    ).fetchone()
+    if not row or not row[1]:
+        return 0.0
+    return float(row[0] or 0) / float(row[1])
