@@ -13,9 +13,9 @@ from collectors.kubernetes.quantity import (
     parse_quantity,
 )
 from collectors.kubernetes.requests import (
-    ContainerResources,
     CORES_PERCENT,
     DEVICES,
+    ContainerResources,
     container_gpu_requests,
     gpu_resource_kind,
     is_gpu_accounted,
