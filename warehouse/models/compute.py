@@ -7,7 +7,8 @@ caller's), ``core.model_registry`` and the ``marts`` tables of migrations 0008 a
    SYNTHETIC_GENERATION, attributed to a model by the registry's lineage job names or by their
    ``annex_trainingRun.modelName``): the Job's GPU intervals (``core.gpu_allocation_history``,
    device-plugin requests and DRA claims alike, in physical GPUs by ``marts.gpu_held``: a shared
-   GPU's replica is its fraction of the GPU) per GPU model, the telemetry of the GPU-hours whose DCGM pod label is one of the Job's pods
+   GPU's replica is its fraction of the GPU: ``marts.gpu_allocations_in_devices``) per GPU
+   model, the telemetry of the GPU-hours whose DCGM pod label is one of the Job's pods
    (``marts.gpu_hourly``, through its per-pod daily sums ``marts.gpu_pod_daily``: counter
    resets and power-only exporters are handled there), GEMM
    benchmarks on the Job's nodes, and the tokens of the lineage facets.
@@ -244,42 +245,12 @@ WITH products AS (
     FROM core.nodes
     GROUP BY cluster, node_name
 ),
-sharing AS (
-    -- each node version's sharing of nvidia.com/gpu (one rule: marts.gpu_shares); a DRA-only
-    -- node advertises none and shares nothing
-    SELECT cluster, node_name, valid_from,
-           marts.gpu_shares(labels, 'nvidia.com/gpu', r.capacity, mig_strategy) AS shares,
-           marts.gpu_sharing_strategy(labels, 'nvidia.com/gpu', r.capacity, mig_strategy)
-               AS sharing_strategy,
-           row_number() OVER (PARTITION BY cluster, node_name ORDER BY valid_from) = 1
-               AS first_version
-    FROM (
-        SELECT *, list_filter(gpu_resources, lambda x: x.resource_name = 'nvidia.com/gpu')[1] AS r
-        FROM core.nodes
-    )
-),
 held AS (
-    -- in physical GPUs (marts.gpu_held), as capacity and GPU-hours count them: a time-sliced or
-    -- MPS replica is 1/shares of a GPU, a HAMi pod nvidia.com/gpucores/100 of each GPU, a DRA
-    -- claim shared by k pods 1/k. The node's sharing when the holding began (its first
-    -- observed version when the pod predates it).
-    SELECT
-        a.* REPLACE (
-            marts.gpu_held(
-                a.gpus,
-                coalesce(s.shares, f.shares),
-                coalesce(s.sharing_strategy, f.sharing_strategy),
-                c.gpus
-            ) AS gpus
-        )
-    FROM core.gpu_allocation_history AS a
-    ASOF LEFT JOIN sharing AS s
-        ON s.cluster = a.cluster AND s.node_name = a.node_name AND a.valid_from >= s.valid_from
-    LEFT JOIN sharing AS f
-        ON f.cluster = a.cluster AND f.node_name = a.node_name AND f.first_version
-    LEFT JOIN core.gpu_allocation_history AS c
-        ON c.cluster = a.cluster AND c.pod_uid = a.pod_uid AND c.valid_from = a.valid_from
-        AND c.resource_name = 'nvidia.com/gpucores' AND a.mechanism = 'device_plugin'
+    -- in physical GPUs, as capacity and GPU-hours count them (marts.gpu_allocations_in_devices,
+    -- warehouse/marts/macros/gpu_sharing.sql): a time-sliced or MPS replica is 1/shares of a
+    -- GPU, a HAMi pod nvidia.com/gpucores/100 of each GPU, a DRA claim shared by k pods 1/k
+    SELECT a.*
+    FROM marts.gpu_allocations_in_devices() AS a
     WHERE a.resource_name = 'nvidia.com/gpu' AND a.category = 'workload'
       AND EXISTS (
           SELECT 1 FROM cmp_runs AS r
