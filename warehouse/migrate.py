@@ -11,7 +11,10 @@ Migrations keep tables and data changes. The ``marts`` views are living SQL inst
 file ``marts/<name>.sql`` beside the migrations folder (its ``CREATE OR REPLACE VIEW`` and its
 ``COMMENT ON``s), and every migrate re-creates them all, in dependency order, when a file changed
 or a migration ran (``meta.marts_views`` records each file's checksum). Changing a view is editing
-its file; no migration restates it.
+its file; no migration restates it. A rule several views and models share (e.g. how a shared GPU
+counts) is a macro in ``marts/macros/<name>.sql`` (``CREATE OR REPLACE MACRO marts.<name>`` and
+its ``COMMENT ON MACRO``): created before every view that calls it, and part of that view's
+checksum, so editing the rule re-creates its views.
 """
 
 from __future__ import annotations
@@ -63,6 +66,9 @@ _VIEW_CREATE = re.compile(
     r"^\s*CREATE\s+OR\s+REPLACE\s+VIEW\s+marts\.([a-z0-9_]+)\b", re.IGNORECASE
 )
 _MARTS_REFERENCE = re.compile(r"\bmarts\.([a-z0-9_]+)\b", re.IGNORECASE)
+_MACRO_CREATE = re.compile(
+    r"^\s*CREATE\s+OR\s+REPLACE\s+MACRO\s+marts\.([a-z0-9_]+)\b", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,9 @@ class MartView:
     checksum: str
     depends_on: frozenset[str]
     """The other marts views its SQL reads (so they are created first)."""
+    macros: tuple[Path, ...] = ()
+    """The macro files (``marts/macros/``) defining the ``marts`` macros it calls: their SQL
+    runs before the view's and their bytes are in ``checksum``."""
 
 
 def default_marts_dir(migrations_dir: Path | None) -> Path:
@@ -116,6 +125,7 @@ def discover_mart_views(marts_dir: Path) -> list[MartView]:
         return []
     con = duckdb.connect()
     try:
+        macros = _discover_macros(con, marts_dir / "macros")
         views: dict[str, MartView] = {}
         for path in sorted(marts_dir.glob("*.sql")):
             data = path.read_bytes()
@@ -133,14 +143,20 @@ def discover_mart_views(marts_dir: Path) -> list[MartView]:
                     f"marts.{path.stem}",
                     hint="one view a file, named after the view; its COMMENT ON statements follow",
                 )
+            depends_on = frozenset(
+                m.group(1).lower() for m in _MARTS_REFERENCE.finditer(statements[0].query)
+            )
+            uses = sorted({macros[name] for name in depends_on if name in macros})
+            digest = hashlib.sha256(data)
+            for macro in uses:
+                digest.update(macro.read_bytes())
             views[path.stem] = MartView(
                 name=path.stem,
                 path=path,
-                sql=sql,
-                checksum=hashlib.sha256(data).hexdigest(),
-                depends_on=frozenset(
-                    m.group(1).lower() for m in _MARTS_REFERENCE.finditer(statements[0].query)
-                ),
+                sql="".join(m.read_text("utf-8") + "\n" for m in uses) + sql,
+                checksum=digest.hexdigest(),
+                depends_on=depends_on,
+                macros=tuple(uses),
             )
     finally:
         con.close()
@@ -162,6 +178,33 @@ def discover_mart_views(marts_dir: Path) -> list[MartView]:
         ordered.extend(ready)
         placed.update(v.name for v in ready)
     return ordered
+
+
+def _discover_macros(con: duckdb.DuckDBPyConnection, macros_dir: Path) -> dict[str, Path]:
+    """``marts`` macro name -> the file in ``macros_dir`` defining it (a file may define several,
+    one rule's macros together); a statement that is not a macro or its comment is an error."""
+    defined: dict[str, Path] = {}
+    if not macros_dir.is_dir():
+        return defined
+    for path in sorted(macros_dir.glob("*.sql")):
+        try:
+            statements = con.extract_statements(path.read_text("utf-8"))
+        except duckdb.Error as exc:
+            raise MigrationError(
+                f"macro file {path} is not valid SQL: {exc}", hint="fix the file and rerun"
+            ) from exc
+        for statement in statements:
+            query = _strip_comments(statement.query)
+            created = _MACRO_CREATE.match(query)
+            if created:
+                defined[created.group(1).lower()] = path
+            elif not re.match(r"^\s*COMMENT\s+ON\s+MACRO\b", query, re.IGNORECASE):
+                raise MigrationError(
+                    f"macro file {path} holds a statement that is not CREATE OR REPLACE MACRO "
+                    f"marts.<name> or its COMMENT ON MACRO",
+                    hint="keep views in warehouse/marts/<name>.sql and macros here",
+                )
+    return defined
 
 
 def _strip_comments(sql: str) -> str:

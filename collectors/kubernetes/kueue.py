@@ -18,7 +18,8 @@ Kueue is optional: ``collect`` lists these only when the API server serves the g
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 import msgspec
 import pyarrow as pa
@@ -212,7 +213,7 @@ def workload_state(workload: Workload) -> str:
 
 
 def _gpus_requested(spec: WorkloadSpec) -> dict[str, int]:
-    """GPU-like requests over all pod sets: count × the pod's PodRequests."""
+    """GPU requests over all pod sets: count × the pod's PodRequests (devices and HAMi cores)."""
     total: dict[str, int] = {}
     for pod_set in spec.pod_sets:
         for name, gpus in pod_gpu_requests(pod_set.template.spec).items():
@@ -221,7 +222,7 @@ def _gpus_requested(spec: WorkloadSpec) -> dict[str, int]:
 
 
 def _gpus_admitted(admission: Admission | None) -> list[tuple[str | None, str, int]]:
-    """(flavor, resource_name, gpus) of the admission's GPU-like resource usage."""
+    """(flavor, resource_name, gpus) of the admission's GPU device usage."""
     if admission is None:
         return []
     total: dict[tuple[str | None, str], int] = {}
@@ -234,110 +235,13 @@ def _gpus_admitted(admission: Admission | None) -> list[tuple[str | None, str, i
     return [(flavor, name, gpus) for (flavor, name), gpus in total.items()]
 
 
-class WorkloadDecoder(ResourceDecoder[Workload]):
-    table = "kueue_workloads"
-    list_type = WorkloadList
-    item_type = Workload
-    arrow_schema = schema.KUEUE_WORKLOADS
-
-    def check(self, item: Workload) -> tuple[dict[str, int], list[tuple[str | None, str, int]]]:
-        super().check(item)
-        try:
-            return _gpus_requested(item.spec), _gpus_admitted(item.status.admission)
-        except (ValueError, ZeroDivisionError) as exc:
-            raise Rejected("invalid_quantity", f"workload GPU quantity: {exc}") from None
-
-    def columns(self, items: list[Workload], extras: list[Any]) -> list[pa.Array]:
-        metas = [w.metadata for w in items]
-        owners = [_controller(m) for m in metas]
-        statuses = [w.status for w in items]
-        states = [workload_state(w) for w in items]
-        reserved = [_true_since(s, "QuotaReserved")[0] for s in statuses]
-        admitted = [_true_since(s, "Admitted")[0] for s in statuses]
-        evicted = [_true_since(s, "Evicted") for s in statuses]
-        preempted = [_true_since(s, "Preempted") for s in statuses]
-        finished = [_true_since(s, "Finished")[0] for s in statuses]
-        created = [m.creation_timestamp for m in metas]
-        # Queued from creation, or from the last eviction (Kueue requeues an evicted workload);
-        # until admission. Admitted from admission until it finished (or was evicted).
-        waiting = ("queued", "preempted", "evicted", "quota_reserved")
-        queued_from = [
-            e[0] if state in waiting and e[0] else c
-            for state, e, c in zip(states, evicted, created, strict=True)
-        ]
-        requests = [e[0] for e in extras]
-        # The queued interval ends, and the admitted one starts, at admission.
-        admission = [
-            None if state in waiting else a for state, a in zip(states, admitted, strict=True)
-        ]
-        return [
-            pa.array([m.uid for m in metas], pa.string()),
-            pa.array([m.namespace for m in metas], pa.string()),
-            pa.array([m.name for m in metas], pa.string()),
-            pa.array([m.resource_version for m in metas], pa.string()),
-            _timestamps(created),
-            _labels([m.labels for m in metas]),
-            pa.array([w.spec.queue_name for w in items], pa.string()),
-            pa.array(
-                [s.admission.cluster_queue if s.admission else None for s in statuses], pa.string()
-            ),
-            pa.array([o.kind if o else None for o in owners], pa.string()),
-            pa.array([o.name if o else None for o in owners], pa.string()),
-            pa.array([w.spec.priority_class_name for w in items], pa.string()),
-            pa.array([w.spec.priority for w in items], pa.int32()),
-            _list_of_structs([list(r.items()) for r in requests], schema.GPU_REQUEST),
-            pa.array([sum(r.values()) for r in requests], pa.int64()),
-            _list_of_structs([e[1] for e in extras], schema.FLAVOR_GPUS),
-            pa.array(states, pa.string()),
-            _timestamps(reserved),
-            _timestamps(admitted),
-            _timestamps([e[0] for e in evicted]),
-            pa.array([e[1] for e in evicted], pa.string()),
-            _timestamps([p[0] for p in preempted]),
-            pa.array([p[1] for p in preempted], pa.string()),
-            _timestamps(finished),
-            _timestamps(queued_from),
-            _timestamps(admission),
-            _timestamps(admission),
-            _timestamps(finished),
-        ]
-
-
 def _amount(value: objects.Quantity | None) -> float | None:
     """A quantity in its base unit (count, cores, bytes) as a float; None when absent."""
     return None if value is None else float(parse_quantity(value))
 
 
-class ClusterQueueDecoder(ResourceDecoder[ClusterQueue]):
-    table = "kueue_cluster_queues"
-    list_type = ClusterQueueList
-    item_type = ClusterQueue
-    arrow_schema = schema.KUEUE_CLUSTER_QUEUES
-
-    def check(self, item: ClusterQueue) -> list[tuple[Any, ...]]:
-        super().check(item)
-        try:
-            return _quotas(item)
-        except (ValueError, ZeroDivisionError) as exc:
-            raise Rejected("invalid_quantity", f"cluster queue quota: {exc}") from None
-
-    def columns(self, items: list[ClusterQueue], extras: list[Any]) -> list[pa.Array]:
-        metas = [q.metadata for q in items]
-        return [
-            pa.array([m.uid for m in metas], pa.string()),
-            pa.array([m.name for m in metas], pa.string()),
-            pa.array([m.resource_version for m in metas], pa.string()),
-            _timestamps([m.creation_timestamp for m in metas]),
-            pa.array([q.spec.cohort for q in items], pa.string()),
-            pa.array([q.spec.queueing_strategy for q in items], pa.string()),
-            pa.array([q.status.pending_workloads for q in items], pa.int32()),
-            pa.array([q.status.admitted_workloads for q in items], pa.int32()),
-            _list_of_structs(extras, schema.QUEUE_QUOTA),
-        ]
-
-
 def _quotas(queue: ClusterQueue) -> list[tuple[Any, ...]]:
-    """Per (flavor, resource): GPU-like or not, nominal, borrowing and lending limits, used,
+    """Per (flavor, resource): GPU devices or not, nominal, borrowing and lending limits, used,
     borrowed."""
     usage: dict[tuple[str, str], ResourceUsage] = {
         (flavor.name, r.name): r
@@ -364,41 +268,193 @@ def _quotas(queue: ClusterQueue) -> list[tuple[Any, ...]]:
     return rows
 
 
-class LocalQueueDecoder(ResourceDecoder[LocalQueue]):
+_WAITING = ("queued", "preempted", "evicted", "quota_reserved")
+
+
+def _workload_facts(workload: Workload) -> dict[str, Any]:
+    """What a Workload's columns read beyond its fields: GPUs, state and condition times."""
+    status = workload.status
+    state = workload_state(workload)
+    created = workload.metadata.creation_timestamp
+    evicted_at, eviction_reason = _true_since(status, "Evicted")
+    admitted_at = _true_since(status, "Admitted")[0]
+    requests = _gpus_requested(workload.spec)
+    return {
+        "requests": requests,
+        "admitted_by_flavor": _gpus_admitted(status.admission),
+        "state": state,
+        "evicted": (evicted_at, eviction_reason),
+        # Queued from creation, or from the last eviction (Kueue requeues an evicted workload);
+        # until admission. Admitted from admission until it finished (or was evicted).
+        "queued_from": evicted_at if state in _WAITING and evicted_at else created,
+        # The queued interval ends, and the admitted one starts, at admission.
+        "admission": None if state in _WAITING else admitted_at,
+    }
+
+
+# --- one table-driven decoder ------------------------------------------------------------------
+
+Reader = Callable[[Any, Any], Any]
+"""One column's value from (the object, what ``facts`` derived of it)."""
+
+
+def _encode(values: list[Any], arrow_field: pa.Field) -> pa.Array:
+    """A column's values as its schema type says (timestamps parsed, labels, lists of structs)."""
+    kind = arrow_field.type
+    if kind == schema.TIMESTAMP:
+        return _timestamps(values)
+    if kind == schema.LABELS:
+        return _labels(values)
+    if pa.types.is_list(kind) and pa.types.is_struct(kind.value_type):
+        return _list_of_structs(values, kind.value_type)
+    return pa.array(values, kind)
+
+
+class KueueDecoder(ResourceDecoder[Any]):
+    """Kueue's objects as tables: each subclass names, per column of its schema, what it reads.
+
+    The columns follow ``arrow_schema`` (less ``list_attempt``, which ``build`` adds) and each is
+    encoded by its type; ``facts`` derives once per object what several columns read (an
+    invalid quantity there rejects the object, ``invalid`` says which).
+    """
+
+    readers: ClassVar[Mapping[str, Reader]]
+    facts: ClassVar[Callable[[Any], Any] | None] = None
+    invalid: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        wanted = [f.name for f in cls.arrow_schema if f.name != "list_attempt"]
+        if sorted(wanted) != sorted(cls.readers):
+            raise TypeError(
+                f"{cls.__name__}: readers {sorted(cls.readers)} do not match the columns of "
+                f"{cls.table} {sorted(wanted)}"
+            )
+
+    def check(self, item: Any) -> Any:
+        super().check(item)
+        facts = type(self).facts
+        if facts is None:
+            return None
+        try:
+            return facts(item)
+        except (ValueError, ZeroDivisionError) as exc:
+            raise Rejected("invalid_quantity", f"{self.invalid}: {exc}") from None
+
+    def columns(self, items: list[Any], extras: list[Any]) -> list[pa.Array]:
+        return [
+            _encode([self.readers[f.name](i, e) for i, e in zip(items, extras, strict=True)], f)
+            for f in self.arrow_schema
+            if f.name != "list_attempt"
+        ]
+
+
+def _meta(attribute: str) -> Reader:
+    return lambda item, _facts: getattr(item.metadata, attribute)
+
+
+def _fact(key: str) -> Reader:
+    return lambda _item, facts: facts[key]
+
+
+def _since(kind: str, part: int = 0) -> Reader:
+    return lambda item, _facts: _true_since(item.status, kind)[part]
+
+
+_IDENTITY: dict[str, Reader] = {
+    "resource_version": _meta("resource_version"),
+    "creation_timestamp": _meta("creation_timestamp"),
+}
+
+
+class WorkloadDecoder(KueueDecoder):
+    table = "kueue_workloads"
+    list_type = WorkloadList
+    item_type = Workload
+    arrow_schema = schema.KUEUE_WORKLOADS
+    facts = staticmethod(_workload_facts)
+    invalid = "workload GPU quantity"
+    readers: ClassVar[Mapping[str, Reader]] = {
+        **_IDENTITY,
+        "workload_uid": _meta("uid"),
+        "namespace": _meta("namespace"),
+        "workload_name": _meta("name"),
+        "labels": _meta("labels"),
+        "local_queue": lambda w, _f: w.spec.queue_name,
+        "cluster_queue": lambda w, _f: (
+            w.status.admission.cluster_queue if w.status.admission else None
+        ),
+        "owner_kind": lambda w, _f: o.kind if (o := _controller(w.metadata)) else None,
+        "owner_name": lambda w, _f: o.name if (o := _controller(w.metadata)) else None,
+        "priority_class_name": lambda w, _f: w.spec.priority_class_name,
+        "priority": lambda w, _f: w.spec.priority,
+        "gpu_requests": lambda _w, f: list(f["requests"].items()),
+        # GPU devices only: HAMi's gpucores (percent) is a share of them, not more GPUs
+        "requested_gpus": lambda _w, f: sum(
+            n for name, n in f["requests"].items() if is_gpu_resource(name)
+        ),
+        "admitted_gpus_by_flavor": _fact("admitted_by_flavor"),
+        "state": _fact("state"),
+        "quota_reserved_at": _since("QuotaReserved"),
+        "admitted_at": _since("Admitted"),
+        "evicted_at": lambda _w, f: f["evicted"][0],
+        "eviction_reason": lambda _w, f: f["evicted"][1],
+        "preempted_at": _since("Preempted"),
+        "preemption_reason": _since("Preempted", 1),
+        "finished_at": _since("Finished"),
+        "queued_from": _fact("queued_from"),
+        "queued_to": _fact("admission"),
+        "admitted_from": _fact("admission"),
+        "admitted_to": _since("Finished"),
+    }
+
+
+class ClusterQueueDecoder(KueueDecoder):
+    table = "kueue_cluster_queues"
+    list_type = ClusterQueueList
+    item_type = ClusterQueue
+    arrow_schema = schema.KUEUE_CLUSTER_QUEUES
+    facts = staticmethod(_quotas)
+    invalid = "cluster queue quota"
+    readers: ClassVar[Mapping[str, Reader]] = {
+        **_IDENTITY,
+        "cluster_queue_uid": _meta("uid"),
+        "cluster_queue": _meta("name"),
+        "cohort": lambda q, _f: q.spec.cohort,
+        "queueing_strategy": lambda q, _f: q.spec.queueing_strategy,
+        "pending_workloads": lambda q, _f: q.status.pending_workloads,
+        "admitted_workloads": lambda q, _f: q.status.admitted_workloads,
+        "quotas": lambda _q, quotas: quotas,
+    }
+
+
+class LocalQueueDecoder(KueueDecoder):
     table = "kueue_local_queues"
     list_type = LocalQueueList
     item_type = LocalQueue
     arrow_schema = schema.KUEUE_LOCAL_QUEUES
-
-    def columns(self, items: list[LocalQueue], extras: list[Any]) -> list[pa.Array]:
-        metas = [q.metadata for q in items]
-        return [
-            pa.array([m.uid for m in metas], pa.string()),
-            pa.array([m.namespace for m in metas], pa.string()),
-            pa.array([m.name for m in metas], pa.string()),
-            pa.array([m.resource_version for m in metas], pa.string()),
-            _timestamps([m.creation_timestamp for m in metas]),
-            pa.array([q.spec.cluster_queue for q in items], pa.string()),
-            pa.array([q.status.pending_workloads for q in items], pa.int32()),
-            pa.array([q.status.admitted_workloads for q in items], pa.int32()),
-        ]
+    readers: ClassVar[Mapping[str, Reader]] = {
+        **_IDENTITY,
+        "local_queue_uid": _meta("uid"),
+        "namespace": _meta("namespace"),
+        "local_queue": _meta("name"),
+        "cluster_queue": lambda q, _f: q.spec.cluster_queue,
+        "pending_workloads": lambda q, _f: q.status.pending_workloads,
+        "admitted_workloads": lambda q, _f: q.status.admitted_workloads,
+    }
 
 
-class ResourceFlavorDecoder(ResourceDecoder[ResourceFlavor]):
+class ResourceFlavorDecoder(KueueDecoder):
     table = "kueue_resource_flavors"
     list_type = ResourceFlavorList
     item_type = ResourceFlavor
     arrow_schema = schema.KUEUE_RESOURCE_FLAVORS
-
-    def columns(self, items: list[ResourceFlavor], extras: list[Any]) -> list[pa.Array]:
-        metas = [f.metadata for f in items]
-        return [
-            pa.array([m.uid for m in metas], pa.string()),
-            pa.array([m.name for m in metas], pa.string()),
-            pa.array([m.resource_version for m in metas], pa.string()),
-            _timestamps([m.creation_timestamp for m in metas]),
-            _labels([f.spec.node_labels for f in items]),
-        ]
+    readers: ClassVar[Mapping[str, Reader]] = {
+        **_IDENTITY,
+        "resource_flavor_uid": _meta("uid"),
+        "flavor": _meta("name"),
+        "node_labels": lambda f, _f: f.spec.node_labels,
+    }
 
 
 KUEUE_DECODERS: dict[str, type[ResourceDecoder[Any]]] = {

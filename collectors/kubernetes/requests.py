@@ -23,19 +23,57 @@ from collectors.kubernetes.quantity import parse_count
 GPU_RESOURCE = "nvidia.com/gpu"
 """Whole GPUs (with the MIG ``single`` strategy, also MIG slices: the node says which)."""
 
-_GPU_PREFIXES = ("nvidia.com/gpu", "nvidia.com/mig-", "amd.com/gpu", "gpu.intel.com/")
+GPU_CORES_RESOURCE = "nvidia.com/gpucores"
+"""HAMi: the percent of each requested GPU's cores a pod gets (its share of the GPU)."""
+
+DEVICES = "devices"
+"""A resource counted in devices: GPUs, MIG slices, or replicas of a shared GPU."""
+CORES_PERCENT = "cores_percent"
+"""A resource that is a share of the GPUs a pod requests, in percent (HAMi's gpucores)."""
+
+# One rule, first match wins: exact names before prefixes, so HAMi's nvidia.com/gpucores and
+# nvidia.com/gpumem are never read as nvidia.com/gpu. Memory (gpumem in MiB, gpumem-percentage)
+# is never a GPU count; gpucores is kept beside the pod's GPUs as their share.
+_GPU_RESOURCE_RULES: tuple[tuple[str, str, str | None], ...] = (
+    ("exact", "nvidia.com/gpu", DEVICES),
+    ("exact", "nvidia.com/gpu.shared", DEVICES),  # time-slicing/MPS renamed (renameByDefault)
+    ("exact", GPU_CORES_RESOURCE, CORES_PERCENT),
+    ("exact", "nvidia.com/gpumem", None),
+    ("exact", "nvidia.com/gpumem-percentage", None),
+    ("prefix", "nvidia.com/mig-", DEVICES),  # MIG mixed strategy, <profile>[.shared]
+    ("exact", "amd.com/gpu", DEVICES),
+    ("prefix", "gpu.intel.com/", DEVICES),
+)
 
 Quantities = Mapping[str, str | int | float]
 
 
+def gpu_resource_kind(name: str) -> str | None:
+    """How annex counts a resource: ``DEVICES``, ``CORES_PERCENT`` or ``None`` (not a GPU)."""
+    for match, pattern, kind in _GPU_RESOURCE_RULES:
+        if name == pattern if match == "exact" else name.startswith(pattern):
+            return kind
+    return None
+
+
 def is_gpu_resource(name: str) -> bool:
-    """Whether a resource name is a GPU-like extended resource annex accounts for.
+    """Whether a resource counts GPU devices (what nodes advertise and queues' quotas count).
 
     ``nvidia.com/gpu`` and the MIG ``mixed`` strategy's ``nvidia.com/mig-<profile>`` resources,
     plus AMD and Intel GPUs. ``nvidia.com/gpu.shared`` (time-slicing renamed) is counted too:
-    it is still a claim on a GPU.
+    it is still a claim on a GPU. HAMi's ``nvidia.com/gpucores`` (a share) and
+    ``nvidia.com/gpumem`` (memory) are not GPU counts.
     """
-    return name.startswith(_GPU_PREFIXES)
+    return gpu_resource_kind(name) == DEVICES
+
+
+def is_gpu_accounted(name: str) -> bool:
+    """Whether a pod's request of the resource is kept among its GPU requests.
+
+    GPU devices, and ``nvidia.com/gpucores``: the share of those devices that HAMi gives the
+    pod (the capacity and GPU-hour views read it as gpucores/100 of each GPU).
+    """
+    return gpu_resource_kind(name) is not None
 
 
 @dataclass(frozen=True)
@@ -55,18 +93,18 @@ class ContainerResources:
 def container_gpu_requests(
     requests: Quantities | None, limits: Quantities | None
 ) -> dict[str, int]:
-    """One container's GPU-like requests, each falling back to the limit; parsed to counts.
+    """One container's GPU requests (``is_gpu_accounted``), each falling back to the limit.
 
     Raises ``ValueError`` (naming the resource) when a quantity is not a whole count.
     """
     result: dict[str, int] = {}
     if limits:
         for name, value in limits.items():
-            if is_gpu_resource(name):
+            if is_gpu_accounted(name):
                 result[name] = _count(name, value)
     if requests:
         for name, value in requests.items():
-            if is_gpu_resource(name):
+            if is_gpu_accounted(name):
                 result[name] = _count(name, value)
     return result
 

@@ -87,6 +87,7 @@ from simulator.lineage.catalog import (
     build_catalog,
     seed_corpus,
 )
+from simulator.world.dra import GPU_CLASS
 from simulator.world.model import TrainingRun, World
 from simulator.world.workloads import MODELS
 
@@ -239,6 +240,11 @@ ACTIVE_PARAMETERS = {  # N of 6·N·D of the world's models (their files in simu
     "whisper-large": 1.55e9,
     "protein-fold": 650e6,
 }
+WHOLE_GPU_RESOURCES = ("nvidia.com/gpu", GPU_CLASS)
+"""What a run's ``gpu_resource`` names when its pods hold whole GPUs: the device plugin's
+resource, or the DRA device class its claims request (``gpus_per_pod`` each, as many)."""
+
+
 JOB_PEAK_TFLOPS = {  # dense bf16 TFLOP/s of the world's GPU products (NVIDIA's datasheets)
     "NVIDIA-H100-80GB-HBM3": 989.4,
     "NVIDIA-A100-SXM4-80GB": 312.0,
@@ -927,7 +933,7 @@ class _Lineage:
         """The tokens a world Job trains on (its START plans the whole run): what its GPUs
         process at 45-59 % of their dense peak (the training role's tensor activity) over its
         span; a running Job plans 1.5-3 times the time it has run so far. Fixed per Job."""
-        gpus = run.pods * run.gpus_per_pod if run.gpu_resource == "nvidia.com/gpu" else 1
+        gpus = run.pods * run.gpus_per_pod if run.gpu_resource in WHOLE_GPU_RESOURCES else 1
         peak = min(
             (JOB_PEAK_TFLOPS.get(self.node_products.get(node, ""), 312.0) for node in run.nodes),
             default=312.0,

@@ -193,3 +193,34 @@ def test_the_dictionary_names_the_file_that_defines_every_mart() -> None:
         else:
             assert "\n\nCreated by `warehouse/migrations/" in section, name
             assert "; filled by `warehouse/models/" in section, name
+
+
+def test_a_shared_rule_is_a_macro_created_before_the_views_that_call_it(tmp_path: Path) -> None:
+    """marts/macros/<name>.sql: created before each view calling it; part of its checksum, so
+    editing the rule re-creates the views; anything but macros and their comments is refused."""
+    migrations, marts = _things_marts(tmp_path)
+    (marts / "macros").mkdir()
+    rule = marts / "macros" / "doubling.sql"
+    rule.write_text(
+        "CREATE OR REPLACE MACRO marts.doubled(x) AS x * 2;\n"
+        "COMMENT ON MACRO marts.doubled IS 'Twice x.';\n"
+    )
+    (marts / "things.sql").write_text(
+        "CREATE OR REPLACE VIEW marts.things AS SELECT marts.doubled(value) AS value "
+        "FROM core.things;\n"
+    )
+    [view] = discover_mart_views(marts)
+    assert view.macros == (rule,)
+    wh = Warehouse(WarehouseSettings(path=tmp_path / "w.duckdb"), migrations_dir=migrations)
+    wh.migrate()
+    with duckdb.connect(str(wh.path)) as con:
+        con.execute("INSERT INTO core.things VALUES ('t', 21, 'c1', TIMESTAMP '2026-01-01')")
+        assert con.execute("SELECT value FROM marts.things").fetchall() == [(42,)]
+    rule.write_text("CREATE OR REPLACE MACRO marts.doubled(x) AS x + x + 1;\n")
+    assert discover_mart_views(marts)[0].checksum != view.checksum
+    wh.migrate()
+    with duckdb.connect(str(wh.path), read_only=True) as con:
+        assert con.execute("SELECT value FROM marts.things").fetchall() == [(43,)]
+    rule.write_text("CREATE OR REPLACE VIEW marts.sneaky AS SELECT 1 AS a;\n")
+    with pytest.raises(MigrationError, match=r"doubling\.sql"):
+        discover_mart_views(marts)

@@ -1,8 +1,8 @@
 -- marts.fleet_gpu_by_namespace: re-created on every migrate from this file (warehouse/marts/README.md).
 CREATE OR REPLACE VIEW marts.fleet_gpu_by_namespace AS
 WITH node_shares AS (
-    -- shared GPUs as marts.node_gpu_capacity counts them: a time-sliced or MPS replica is
-    -- 1/shares of a GPU, a HAMi request nvidia.com/gpucores percent of it
+    -- shared GPUs as marts.node_gpu_capacity counts them (marts.gpu_held): a time-sliced or
+    -- MPS replica is 1/shares of a GPU, a HAMi request nvidia.com/gpucores percent of it
     SELECT cluster, node_name, shares, sharing_strategy
     FROM marts.node_gpu_capacity
     WHERE resource_name = 'nvidia.com/gpu'
@@ -19,13 +19,9 @@ dra AS (
 pods AS (
     SELECT
         p.*,
-        CASE
-            WHEN s.sharing_strategy = 'hami' AND len(list_filter(
-                     p.gpu_requests, lambda x: x.resource_name = 'nvidia.com/gpucores')) > 0
-                THEN p.gpus * least(list_filter(
-                     p.gpu_requests, lambda x: x.resource_name = 'nvidia.com/gpucores')[1].gpus,
-                     100) / 100.0
-            ELSE p.gpus / coalesce(s.shares, 1) END + coalesce(d.dra_gpus, 0) AS held_gpus,
+        marts.gpu_held(p.gpus, s.shares, s.sharing_strategy, list_filter(
+            p.gpu_requests, lambda x: x.resource_name = 'nvidia.com/gpucores')[1].gpus)
+            + coalesce(d.dra_gpus, 0) AS held_gpus,
         coalesce(d.dra_mig_slices, 0) AS held_dra_mig_slices,
         d.pod_uid IS NOT NULL AS holds_dra
     FROM core.pods AS p

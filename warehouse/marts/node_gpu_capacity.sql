@@ -28,33 +28,19 @@ current_nodes AS (
           d.resource_name)
 ),
 shared AS (
-    -- Shared GPUs; the node advertises shares x devices and everything below is in devices.
-    -- Device plugin (time-slicing, MPS): GFD labels the replicas per device
-    -- (nvidia.com/gpu.replicas; nvidia.com/mig-<profile>.replicas) and the strategy.
-    -- HAMi: no replicas label above 1, nvidia.com/gpu advertises deviceSplitCount x the GPUs GFD counts
-    -- (nvidia.com/gpu.count); with the MIG single strategy nvidia.com/gpu counts slices instead.
+    -- Shared GPUs (marts.gpu_shares, warehouse/marts/macros/gpu_sharing.sql): the node
+    -- advertises shares x devices and everything below is in devices.
     SELECT
         *,
-        TRY_CAST(labels[r.resource_name || '.replicas'] AS BIGINT) AS replicas,
-        TRY_CAST(labels['nvidia.com/gpu.count'] AS BIGINT) AS gfd_gpus,
-        CASE
-            WHEN replicas > 1 THEN replicas
-            WHEN r.resource_name = 'nvidia.com/gpu' AND coalesce(replicas, 1) <= 1
-                 AND coalesce(mig_strategy, 'none') <> 'single'
-                 AND gfd_gpus > 0 AND r.capacity > gfd_gpus AND r.capacity % gfd_gpus = 0
-                THEN r.capacity // gfd_gpus
-            ELSE 1 END AS shares,
-        CASE
-            WHEN replicas > 1
-                THEN coalesce(labels['nvidia.com/gpu.sharing-strategy'], 'time-slicing')
-            WHEN shares > 1 THEN 'hami'
-            ELSE 'none' END AS sharing_strategy
+        marts.gpu_shares(labels, r.resource_name, r.capacity, mig_strategy) AS shares,
+        marts.gpu_sharing_strategy(labels, r.resource_name, r.capacity, mig_strategy)
+            AS sharing_strategy
     FROM current_nodes
 ),
 held AS (
-    -- in devices: a replica is 1/shares of its device; a HAMi pod holds nvidia.com/gpucores
-    -- percent of each GPU it requests (1/shares when it names no gpucores); a claim shared by
-    -- k pods gives each 1/k (core.gpu_allocations)
+    -- in devices (marts.gpu_held): a replica is 1/shares of its device, a HAMi pod holds
+    -- nvidia.com/gpucores percent of each GPU it requests; a claim shared by k pods gives each
+    -- 1/k (core.gpu_allocations)
     SELECT
         a.cluster,
         a.node_name,
@@ -64,10 +50,7 @@ held AS (
     FROM (
         SELECT
             a.*,
-            CASE
-                WHEN n.sharing_strategy = 'hami' AND c.gpus IS NOT NULL
-                    THEN a.gpus * least(c.gpus, 100) / 100.0
-                ELSE a.gpus / coalesce(n.shares, 1) END AS holding
+            marts.gpu_held(a.gpus, n.shares, n.sharing_strategy, c.gpus) AS holding
         FROM core.gpu_allocations AS a
         LEFT JOIN shared AS n
             ON n.cluster = a.cluster AND n.node_name = a.node_name

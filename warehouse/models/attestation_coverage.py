@@ -259,17 +259,31 @@ WHERE even AND s < e;
 -- at the pods' own scheduling times, not when annex first saw them).
 CREATE OR REPLACE TEMP TABLE cov_capacity AS
 WITH versions AS (
+    -- physical GPUs: nvidia.com/gpu / its shares (a time-sliced node advertises replicas x
+    -- GPUs, marts.gpu_shares); a DRA-only node advertises none: the GPUs (distinct UUIDs, a
+    -- MIG device's is its parent's) its ResourceSlices published during the version
     SELECT
-        node_name,
-        gpu_capacity,
+        n.node_name,
         CASE
-            WHEN row_number() OVER (PARTITION BY node_name ORDER BY valid_from) = 1
-                THEN least(valid_from, coalesce(creation_timestamp, valid_from))
-            ELSE valid_from
+            WHEN n.gpu_capacity > 0
+                THEN n.gpu_capacity
+                     // marts.gpu_shares(n.labels, 'nvidia.com/gpu', n.gpu_capacity, n.mig_strategy)
+            ELSE (
+                SELECT count(DISTINCT d.gpu_uuid)
+                FROM core.dra_devices AS d
+                WHERE d.cluster = n.cluster AND d.node_name = n.node_name
+                  AND d.gpu_uuid IS NOT NULL
+                  AND d.valid_from < coalesce(n.valid_to, 'infinity'::TIMESTAMP)
+                  AND coalesce(d.valid_to, 'infinity'::TIMESTAMP) > n.valid_from)
+        END AS gpu_capacity,
+        CASE
+            WHEN row_number() OVER (PARTITION BY n.node_name ORDER BY n.valid_from) = 1
+                THEN least(n.valid_from, coalesce(n.creation_timestamp, n.valid_from))
+            ELSE n.valid_from
         END AS effective_from,
-        valid_to
-    FROM core.nodes
-    WHERE cluster = $cluster AND node_name IS NOT NULL
+        n.valid_to
+    FROM core.nodes AS n
+    WHERE n.cluster = $cluster AND n.node_name IS NOT NULL
 )
 SELECT
     node_name,
@@ -398,7 +412,7 @@ SELECT
     CAST(d.day_start AS DATE) AS day,
     greatest(a.valid_from, d.day_start) AS s,
     least(coalesce(a.valid_to, $horizon), d.day_start + INTERVAL 1 DAY) AS e
-FROM core.gpu_allocation_history AS a
+FROM marts.gpu_allocations_in_devices() AS a
 JOIN cov_days AS d
     ON a.valid_from < d.day_start + INTERVAL 1 DAY AND coalesce(a.valid_to, $horizon) > d.day_start
 WHERE a.cluster = $cluster AND a.resource_name = 'nvidia.com/gpu' AND a.category = 'workload'

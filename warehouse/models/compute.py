@@ -5,8 +5,10 @@ caller's), ``core.model_registry`` and the ``marts`` tables of migrations 0008 a
 
 1. SQL gathers the evidence per training run (lineage runs of stage PRETRAINING, FINE_TUNING or
    SYNTHETIC_GENERATION, attributed to a model by the registry's lineage job names or by their
-   ``annex_trainingRun.modelName``): the Job's GPU intervals (``core.gpu_allocation_history``)
-   per GPU model, the telemetry of the GPU-hours whose DCGM pod label is one of the Job's pods
+   ``annex_trainingRun.modelName``): the Job's GPU intervals (``core.gpu_allocation_history``,
+   device-plugin requests and DRA claims alike, in physical GPUs by ``marts.gpu_held``: a shared
+   GPU's replica is its fraction of the GPU: ``marts.gpu_allocations_in_devices``) per GPU
+   model, the telemetry of the GPU-hours whose DCGM pod label is one of the Job's pods
    (``marts.gpu_hourly``, through its per-pod daily sums ``marts.gpu_pod_daily``: counter
    resets and power-only exporters are handled there), GEMM
    benchmarks on the Job's nodes, and the tokens of the lineage facets.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import operator
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -70,7 +73,9 @@ class _Group:
     gpu_product: str
     gpu_sku: str | None
     gpu_seconds: float
-    open_gpus: int
+    """Physical GPU-seconds: a shared GPU's holders split it (marts.gpu_held)."""
+    open_gpus: float
+    """Physical GPUs held now (fractional where GPUs are shared)."""
     peak_tflops: float | None
     tdp_watts: float | None
     telemetry_gpu_hours: float = 0.0
@@ -240,6 +245,18 @@ WITH products AS (
     FROM core.nodes
     GROUP BY cluster, node_name
 ),
+held AS (
+    -- in physical GPUs, as capacity and GPU-hours count them (marts.gpu_allocations_in_devices,
+    -- warehouse/marts/macros/gpu_sharing.sql): a time-sliced or MPS replica is 1/shares of a
+    -- GPU, a HAMi pod nvidia.com/gpucores/100 of each GPU, a DRA claim shared by k pods 1/k
+    SELECT a.*
+    FROM marts.gpu_allocations_in_devices() AS a
+    WHERE a.resource_name = 'nvidia.com/gpu' AND a.category = 'workload'
+      AND EXISTS (
+          SELECT 1 FROM cmp_runs AS r
+          WHERE r.kubernetes_cluster = a.cluster AND r.kubernetes_namespace = a.namespace
+            AND r.kubernetes_job_name = a.job_name)
+),
 horizons AS (
     SELECT cluster, max(observed_at) AS horizon
     FROM (
@@ -273,12 +290,12 @@ SELECT
     coalesce(a.valid_to_inferred, false) AS inferred,
     coalesce(p.gpu_product, 'unknown') AS gpu_product
 FROM cmp_runs AS r
-JOIN core.gpu_allocation_history AS a
+JOIN held AS a
     ON a.cluster = r.kubernetes_cluster AND a.namespace = r.kubernetes_namespace
     AND a.job_name = r.kubernetes_job_name
 LEFT JOIN products AS p ON p.cluster = a.cluster AND p.node_name = a.node_name
 LEFT JOIN horizons AS h ON h.cluster = a.cluster
-WHERE a.resource_name = 'nvidia.com/gpu' AND a.category = 'workload' AND a.valid_from < $now
+WHERE a.valid_from < $now
 """
 
 # One claim per Kubernetes Job: when several lineage runs name the same (cluster, namespace,
@@ -510,8 +527,8 @@ def _runs(
         """
         SELECT run_id, gpu_product,
                sum(gpus * (epoch_us(valid_to) - epoch_us(valid_from))) / 1e6 AS gpu_seconds,
-               CAST(coalesce(sum(gpus) FILTER (WHERE open), 0) AS BIGINT) AS open_gpus,
-               CAST(sum(gpus) AS BIGINT) AS gpus,
+               round(coalesce(sum(gpus) FILTER (WHERE open), 0), 9) AS open_gpus,
+               round(sum(gpus), 9) AS gpus,
                coalesce(sum(gpus * (epoch_us(valid_to) - epoch_us(valid_from)))
                         FILTER (WHERE inferred), 0) / 1e6 AS inferred_gpu_seconds,
                min(valid_from) AS first_at, max(valid_to) AS last_at
@@ -665,6 +682,12 @@ def _apply(g: _Group, config: ComputeSettings, gaps: list[str]) -> None:
     )
 
 
+def _whole_gpus(physical: float) -> int:
+    """The GPUs a count touches, for the BIGINT gpu-count columns: a share of a GPU is one GPU
+    touched (4 time-sliced replicas of one GPU: 1). GPU-hours and rates keep the fraction."""
+    return math.ceil(round(physical, 6))
+
+
 def _group_row(run: Mapping[str, Any], g: _Group) -> dict[str, Any]:
     return {
         "run_id": run["run_id"],
@@ -672,7 +695,7 @@ def _group_row(run: Mapping[str, Any], g: _Group) -> dict[str, Any]:
         "gfd_product": g.gpu_product,
         "gpu_model": g.gpu_sku,
         "gpu_hours": f.gpu_hours(g.gpu_seconds),
-        "open_gpus": g.open_gpus,
+        "open_gpus": _whole_gpus(g.open_gpus),
         "peak_tflops_dense": g.peak_tflops,
         "tdp_watts": g.tdp_watts,
         "telemetry_gpu_hours": g.telemetry_gpu_hours,
@@ -915,8 +938,8 @@ def _run_row(
         "namespace_in_registry": (run["kubernetes_namespace"] in namespaces)
         if namespaces
         else None,
-        "gpus": sum(h["gpus"] for h in holdings),
-        "open_gpus": sum(g.open_gpus for g in groups),
+        "gpus": _whole_gpus(sum(h["gpus"] for h in holdings)),
+        "open_gpus": _whole_gpus(sum(g.open_gpus for g in groups)),
         "gpu_hours": hours,
         "declared_gpu_hours": declared_hours,
         "declared_gpus": run["declared_gpus"],

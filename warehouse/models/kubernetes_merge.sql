@@ -185,50 +185,10 @@ WHERE a.cluster = getvariable('cluster') AND a.valid_to IS NULL
   AND coalesce((SELECT consistent FROM k8s_list_consistency WHERE resource = 'pods'), false)
   AND NOT EXISTS (SELECT 1 FROM k8s_snapshot_pods AS s WHERE s.pod_uid = a.pod_uid);
 
-INSERT INTO core.gpu_allocations BY NAME
-SELECT
-    getvariable('cluster') AS cluster,
-    p.pod_uid,
-    p.namespace,
-    p.pod_name,
-    p.job_name,
-    p.node_name,
-    p.r.resource_name AS resource_name,
-    p.r.gpus AS gpus,
-    p.category,
-    p.priority_class_name,
-    coalesce(p.scheduled_at, p.started_at, p.creation_timestamp, getvariable('collected_at'))
-        AS valid_from,
-    CASE
-        WHEN p.scheduled_at IS NOT NULL THEN 'scheduled'
-        WHEN p.started_at IS NOT NULL THEN 'started'
-        WHEN p.creation_timestamp IS NOT NULL THEN 'created'
-        ELSE 'collected' END AS valid_from_source,
-    CASE WHEN p.terminal THEN greatest(
-        coalesce(p.scheduled_at, p.started_at, p.creation_timestamp, getvariable('collected_at')),
-        coalesce(p.finished_at, getvariable('collected_at'))) END AS valid_to,
-    CASE WHEN p.terminal THEN
-        CASE WHEN p.finished_at IS NOT NULL THEN 'finished' ELSE 'collected' END END
-        AS valid_to_source,
-    CASE WHEN p.terminal THEN p.finished_at IS NULL END AS valid_to_inferred,
-    getvariable('collection_id') AS opened_collection_id,
-    CASE WHEN p.terminal THEN getvariable('collection_id') END AS closed_collection_id
-FROM (
-    SELECT *, phase IN ('Succeeded', 'Failed') AS terminal, unnest(gpu_requests) AS r
-    FROM k8s_snapshot_pods
-    WHERE node_name IS NOT NULL
-) AS p
-WHERE NOT EXISTS (
-    SELECT 1 FROM core.gpu_allocations AS a
-    WHERE a.cluster = getvariable('cluster') AND a.pod_uid = p.pod_uid
-      AND a.resource_name = p.r.resource_name AND a.mechanism = 'device_plugin'
-);
-
 -- GPUs held through DRA: each allocated claim's GPU and MIG devices (current core.dra_devices;
 -- IMEX channels and daemons carry no gpu_uuid and are no GPUs), per pod the claim is reserved
 -- for, in the buckets of the device plugin's resources (nvidia.com/gpu, nvidia.com/mig-<profile>).
 -- A claim reserved for k pods gives each 1/k of each device: its GPU-hours are counted once.
--- The interval is the pod's, as for device-plugin rows (closed by the updates above).
 CREATE OR REPLACE TEMP TABLE k8s_dra_holdings AS
 WITH results AS (
     SELECT claim_uid, reserved_for_pod_uids, unnest(results) AS r
@@ -257,6 +217,9 @@ SELECT claim_uid, resource_name, unnest(pods) AS pod_uid,
        CAST(devices AS DOUBLE) / len(pods) AS gpus
 FROM per_claim;
 
+-- Open the intervals of both holdings sources in one projection: a bound pod's device-plugin
+-- requests (claim_uid NULL) and its DRA holdings above. The interval is the pod's either way
+-- (closed by the updates above); a holding already open is not opened again.
 INSERT INTO core.gpu_allocations BY NAME
 SELECT
     getvariable('cluster') AS cluster,
@@ -269,7 +232,7 @@ SELECT
     h.gpus,
     p.category,
     p.priority_class_name,
-    'dra' AS mechanism,
+    h.mechanism,
     h.claim_uid,
     coalesce(p.scheduled_at, p.started_at, p.creation_timestamp, getvariable('collected_at'))
         AS valid_from,
@@ -287,7 +250,14 @@ SELECT
     CASE WHEN p.terminal THEN p.finished_at IS NULL END AS valid_to_inferred,
     getvariable('collection_id') AS opened_collection_id,
     CASE WHEN p.terminal THEN getvariable('collection_id') END AS closed_collection_id
-FROM k8s_dra_holdings AS h
+FROM (
+    SELECT pod_uid, r.resource_name, CAST(r.gpus AS DOUBLE) AS gpus,
+           'device_plugin' AS mechanism, NULL::VARCHAR AS claim_uid
+    FROM (SELECT pod_uid, unnest(gpu_requests) AS r FROM k8s_snapshot_pods)
+    UNION ALL
+    SELECT pod_uid, resource_name, gpus, 'dra' AS mechanism, claim_uid
+    FROM k8s_dra_holdings
+) AS h
 JOIN (
     SELECT *, phase IN ('Succeeded', 'Failed') AS terminal
     FROM k8s_snapshot_pods
@@ -296,8 +266,8 @@ JOIN (
 WHERE NOT EXISTS (
     SELECT 1 FROM core.gpu_allocations AS a
     WHERE a.cluster = getvariable('cluster') AND a.pod_uid = h.pod_uid
-      AND a.resource_name = h.resource_name AND a.mechanism = 'dra'
-      AND a.claim_uid = h.claim_uid
+      AND a.resource_name = h.resource_name AND a.mechanism = h.mechanism
+      AND a.claim_uid IS NOT DISTINCT FROM h.claim_uid
 );
 
 INSERT INTO audit.kubernetes_lists BY NAME

@@ -561,6 +561,32 @@ _UPDATE_POD_CATEGORY = sql_files.statement(
 # Node versions cut into hours, and the allocation GPU-hours inside each cut: the chunk of hours
 # in util_chunk (cluster, hour), $lo = its first hour, $hi = its last hour + 1 hour.
 _SEGMENTS = """
+-- A DRA-only node's whole GPUs over time: core.dra_devices versions (GPU devices, not MIG),
+-- cut at every change of the node's devices, counted per span (physical GPUs: gpu_uuid).
+CREATE OR REPLACE TEMP TABLE util_dra_gpus AS
+WITH devices AS (
+    SELECT cluster, node_name, gpu_uuid, valid_from, valid_to
+    FROM core.dra_devices
+    WHERE gpu_uuid IS NOT NULL AND mig_profile IS NULL AND node_name IS NOT NULL
+      AND cluster IN (SELECT cluster FROM util_chunk)
+),
+points AS (
+    SELECT cluster, node_name, valid_from AS change_at FROM devices
+    UNION
+    SELECT cluster, node_name, valid_to FROM devices WHERE valid_to IS NOT NULL
+),
+spans AS (
+    SELECT cluster, node_name, change_at AS span_from,
+           lead(change_at) OVER (PARTITION BY cluster, node_name ORDER BY change_at) AS span_to
+    FROM points
+)
+SELECT s.cluster, s.node_name, s.span_from, s.span_to, count(DISTINCT d.gpu_uuid) AS devices
+FROM spans AS s
+JOIN devices AS d
+    ON d.cluster = s.cluster AND d.node_name = s.node_name
+    AND d.valid_from <= s.span_from AND coalesce(d.valid_to, 'infinity'::TIMESTAMP) > s.span_from
+GROUP BY s.cluster, s.node_name, s.span_from, s.span_to;
+
 CREATE OR REPLACE TEMP TABLE util_segments AS
 WITH versions AS (
     SELECT
@@ -573,39 +599,41 @@ WITH versions AS (
             AS failure_domain,
         coalesce(n.ready, false) AND NOT coalesce(n.unschedulable, false) AS schedulable,
         n.shares,
+        n.sharing_strategy,
         n.r.capacity // n.shares AS capacity,
         n.r.allocatable // n.shares AS allocatable,
         n.valid_from,
         least(coalesce(n.valid_to, h.horizon), h.horizon) AS valid_to
     FROM (
-        -- in physical GPUs, as marts.node_gpu_capacity: a time-sliced or MPS node advertises
-        -- replicas x GPUs (GFD label nvidia.com/gpu.replicas), a HAMi node deviceSplitCount x
-        -- the GPUs GFD counts (nvidia.com/gpu.count); a DRA-only node advertises none, its
-        -- ResourceSlices publish its GPUs. A HAMi pod counts 1/shares per vGPU here.
+        -- in physical GPUs, as marts.node_gpu_capacity (one rule: marts.gpu_shares,
+        -- warehouse/marts/macros/gpu_sharing.sql): a time-sliced or MPS node advertises
+        -- replicas x GPUs, a HAMi node deviceSplitCount x GPUs; a DRA-only node advertises
+        -- none, its ResourceSlices publish its GPUs.
         SELECT
             *,
-            TRY_CAST(labels['nvidia.com/gpu.replicas'] AS BIGINT) AS replicas,
-            TRY_CAST(labels['nvidia.com/gpu.count'] AS BIGINT) AS gfd_gpus,
-            CASE
-                WHEN replicas > 1 THEN replicas
-                WHEN coalesce(replicas, 1) <= 1 AND coalesce(mig_strategy, 'none') <> 'single'
-                     AND gfd_gpus > 0 AND r.capacity > gfd_gpus AND r.capacity % gfd_gpus = 0
-                    THEN r.capacity // gfd_gpus
-                ELSE 1 END AS shares
+            marts.gpu_shares(labels, r.resource_name, r.capacity, mig_strategy) AS shares,
+            marts.gpu_sharing_strategy(labels, r.resource_name, r.capacity, mig_strategy)
+                AS sharing_strategy
         FROM (
             SELECT *, unnest(gpu_resources) AS r FROM core.nodes
             UNION ALL BY NAME
-            SELECT n.*, {
-                'resource_name': 'nvidia.com/gpu', 'capacity': d.devices,
-                'allocatable': d.devices
-            } AS r
+            -- a DRA-only node: per node version, the GPUs its ResourceSlices published while
+            -- it held (util_dra_gpus: the device versions valid in each span), so a slice
+            -- that changes changes capacity from then on, never back to its first hour
+            SELECT
+                n.* REPLACE (
+                    greatest(n.valid_from, d.span_from) AS valid_from,
+                    least(n.valid_to, d.span_to) AS valid_to
+                ),
+                {
+                    'resource_name': 'nvidia.com/gpu', 'capacity': d.devices,
+                    'allocatable': d.devices
+                } AS r
             FROM core.nodes AS n
-            JOIN (
-                SELECT cluster, node_name, count(DISTINCT device) AS devices
-                FROM core.dra_devices
-                WHERE gpu_uuid IS NOT NULL AND mig_profile IS NULL AND node_name IS NOT NULL
-                GROUP BY cluster, node_name
-            ) AS d ON d.cluster = n.cluster AND d.node_name = n.node_name
+            JOIN util_dra_gpus AS d
+                ON d.cluster = n.cluster AND d.node_name = n.node_name
+                AND n.valid_from < coalesce(d.span_to, 'infinity'::TIMESTAMP)
+                AND coalesce(n.valid_to, 'infinity'::TIMESTAMP) > d.span_from
             WHERE NOT list_contains(
                 list_transform(coalesce(n.gpu_resources, []), lambda x: x.resource_name),
                 'nvidia.com/gpu')
@@ -637,16 +665,22 @@ WHERE least(v.valid_to, u.hour + INTERVAL 1 HOUR) > greatest(v.valid_from, u.hou
 
 CREATE OR REPLACE TEMP TABLE util_held AS
 WITH allocations AS (
+    -- gpucores: a HAMi pod's nvidia.com/gpucores (its share of each GPU, marts.gpu_held)
     SELECT
         a.cluster,
         a.node_name,
         a.namespace,
         a.category,
         a.gpus,
+        c.gpus AS gpucores,
         a.valid_from,
         least(coalesce(a.valid_to, h.horizon), h.horizon) AS valid_to
     FROM core.gpu_allocation_history AS a
     JOIN util_horizon AS h USING (cluster)
+    LEFT JOIN core.gpu_allocation_history AS c
+        ON c.cluster = a.cluster AND c.pod_uid = a.pod_uid
+        AND c.resource_name = 'nvidia.com/gpucores' AND a.mechanism = 'device_plugin'
+        AND c.valid_from = a.valid_from
     WHERE a.resource_name = 'nvidia.com/gpu'
       AND a.valid_from < $hi
       AND coalesce(a.valid_to, h.horizon) > $lo
@@ -667,7 +701,7 @@ held AS (
         s.hour,
         a.namespace,
         a.category,
-        sum(a.gpus / s.shares
+        sum(marts.gpu_held(a.gpus, s.shares, s.sharing_strategy, a.gpucores)
             * epoch(least(s.seg_to, a.valid_to) - greatest(s.seg_from, a.valid_from))
             / 3600.0) AS gpu_hours
     FROM util_segments AS s
@@ -777,6 +811,7 @@ _TEMP_TABLES = (
     "util_counter_last",
     "util_ghour",
     "util_chunk",
+    "util_dra_gpus",
     "util_segments",
     "util_held",
     "util_written",
@@ -904,7 +939,8 @@ def _refresh(con: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, int]:
             {"lo": lo, "last": last},
         )
         _run(con, "pod categories", _UPDATE_POD_CATEGORY, {"lo": lo, "last": last})
-        segments, held = con.extract_statements(_SEGMENTS)
+        dra_gpus, segments, held = con.extract_statements(_SEGMENTS)
+        _run(con, "DRA-only GPUs over time", dra_gpus, {})
         _run(con, "node version segments", segments, bounds)
         _run(con, "allocations in segments", held, bounds)
         for table in ("node_gpu_hours", "namespace_gpu_hours"):

@@ -13,8 +13,12 @@ from collectors.kubernetes.quantity import (
     parse_quantity,
 )
 from collectors.kubernetes.requests import (
+    CORES_PERCENT,
+    DEVICES,
     ContainerResources,
     container_gpu_requests,
+    gpu_resource_kind,
+    is_gpu_accounted,
     is_gpu_resource,
     pod_gpu_requests,
 )
@@ -91,6 +95,10 @@ def test_fractional_or_garbage_gpu_quantities_raise(bad):
         (MIG, True),
         ("nvidia.com/gpu.shared", True),
         ("amd.com/gpu", True),
+        ("gpu.intel.com/i915", True),
+        ("nvidia.com/gpucores", False),
+        ("nvidia.com/gpumem", False),
+        ("nvidia.com/gpumem-percentage", False),
         ("cpu", False),
         ("memory", False),
         ("hugepages-2Mi", False),
@@ -99,6 +107,32 @@ def test_fractional_or_garbage_gpu_quantities_raise(bad):
 )
 def test_is_gpu_resource(name, expected):
     assert is_gpu_resource(name) is expected
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "accounted"),
+    [
+        (GPU, DEVICES, True),
+        (MIG, DEVICES, True),
+        ("nvidia.com/mig-1g.10gb.shared", DEVICES, True),
+        ("nvidia.com/gpu.shared", DEVICES, True),
+        ("nvidia.com/gpucores", CORES_PERCENT, True),  # HAMi: a share of the requested GPUs
+        ("nvidia.com/gpumem", None, False),  # HAMi: memory in MiB, never a GPU count
+        ("nvidia.com/gpumem-percentage", None, False),
+        ("nvidia.com/gpux", None, False),
+        ("cpu", None, False),
+    ],
+)
+def test_one_rule_says_devices_share_or_not_a_gpu(name, kind, accounted):
+    assert gpu_resource_kind(name) == kind
+    assert is_gpu_accounted(name) is accounted
+
+
+def test_a_hami_pod_keeps_its_gpus_and_cores_never_its_memory():
+    hami = ContainerResources(
+        {GPU: "1", "nvidia.com/gpucores": "25", "nvidia.com/gpumem": "20000"}, {}
+    )
+    assert pod_gpu_requests([hami]) == {GPU: 1, "nvidia.com/gpucores": 25}
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 from annex.settings import WarehouseSettings
 from collectors.kubernetes import RESOURCES
 from tests.helpers import kubernetes_api as t
-from tests.warehouse.models.test_kubernetes_dra import CLAIMS, load, query, world
+from tests.warehouse.models.test_kubernetes_dra import CLAIMS, SLICES, load, query, world
 from warehouse import Warehouse
 from warehouse.models.utilisation import refresh_gpu_hourly
 
@@ -235,7 +235,7 @@ def test_gpu_hours_count_dra_only_nodes_and_shared_gpus_in_physical_gpus(warehou
         ("g1", 1.0, 1.0),
         ("g2", 1.0, 1.0),
         ("h1", 4.0, 3.0),
-        ("hami", 8.0, 0.2),  # GPU-hours count a HAMi vGPU as 1/shares (not yet its gpucores)
+        ("hami", 8.0, 0.75),  # as capacity (marts.gpu_held): gpucores/100, 25 % + 50 %
         ("ts", 8.0, 1.5),
     ]
 
@@ -248,3 +248,31 @@ def test_namespace_figures_count_a_hami_request_by_its_gpucores(warehouse) -> No
     assert query(warehouse, "SELECT allocated_workload_gpus FROM marts.fleet_gpu_by_namespace") == [
         (2,)
     ]  # 3 x 50 % = 1.5 GPUs, rounded
+
+
+def test_dra_only_capacity_follows_the_slice_version_valid_at_each_moment(warehouse) -> None:
+    """h1 publishes 4 GPUs, then its driver republishes 2 (gpu-3 first changes its memory: a new
+    version of the same GPU, never a fifth one): capacity is 4 until the change, 2 after."""
+    objects = dra_world()
+    objects[CLAIMS] = [c for c in objects[CLAIMS] if c["metadata"]["uid"] != "shared"]
+    load(warehouse, objects)
+    objects[SLICES][0]["spec"]["devices"][3]["capacity"]["memory"]["value"] = "40Gi"
+    load(warehouse, objects)
+    objects[SLICES][0]["spec"]["devices"] = objects[SLICES][0]["spec"]["devices"][:2]
+    load(warehouse, objects)
+    load(warehouse, objects)
+    with warehouse.writer() as con:
+        refresh_gpu_hourly(con)
+    [(node_from, removed_at)] = query(
+        warehouse,
+        "SELECT (SELECT min(valid_from) FROM core.nodes WHERE node_name = 'h1'), "
+        "(SELECT max(valid_to) FROM core.dra_devices WHERE dra_pool = 'h1')",
+    )
+    [(observed, capacity)] = query(
+        warehouse,
+        "SELECT sum(observed_hours), sum(capacity_gpu_hours) FROM marts.node_gpu_hours "
+        "WHERE node_name = 'h1'",
+    )
+    before = (removed_at - node_from).total_seconds() / 3600
+    assert 0 < before < observed
+    assert capacity == pytest.approx(4 * before + 2 * (observed - before), rel=1e-6)
