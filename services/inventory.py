@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from annex.settings import ClusterSettings, Settings
 from collectors.fetched import FetchedCollection
-from collectors.kubernetes import api_client_for, collect_cluster
+from collectors.kubernetes import SnapshotMoment, api_client_for, collect_cluster
 from warehouse import CollectionResult, Warehouse, load_collection
 from warehouse.models.kubernetes import KUBERNETES_MODEL
 
@@ -43,12 +43,17 @@ def collect_cluster_inventory(
 ) -> CollectionResult:
     """Collect ``target`` read-only and load it atomically; publish the analysts' copy if asked.
 
+    The snapshot's moment (its rows' ``collected_at``) is the API server's: the ``Date`` of
+    the first list response, unless it agrees with the local clock
+    (``collectors.kubernetes.moment``).
+
     Raises ``ConfigError``/``ClusterAccessError``/``CollectionError``/``WarehouseError``; a
     failed collection leaves only its ``audit.collections`` row behind.
     """
     profile = target.topology_profile or settings.kubernetes.topology_profile
     levels = settings.topology_levels(profile)
     api = cluster_api(settings, target)
+    moment = SnapshotMoment()
     with FetchedCollection(prefix="annex-k8s-") as fetched:
         try:
             # The network part, without the writer lock: every list, to a local spool.
@@ -59,6 +64,7 @@ def collect_cluster_inventory(
                     settings=settings.kubernetes,
                     topology_levels=levels,
                     on_page=on_page,
+                    moment=moment,
                 )
             )
         finally:
@@ -71,4 +77,5 @@ def collect_cluster_inventory(
             batches=fetched.replay(),
             on_wait=on_wait,
             publish=publish,
+            collected_at=moment.collected_at,
         )
