@@ -40,12 +40,15 @@ def collect_cluster_inventory(
     on_page: Callable[[Any], None] | None = None,
     on_wait: Callable[[str], None] | None = None,
     publish: bool = True,
+    in_process: bool = False,
 ) -> CollectionResult:
     """Collect ``target`` read-only and load it atomically; publish the analysts' copy if asked.
 
     The snapshot's moment (its rows' ``collected_at``) is the API server's: the ``Date`` of
     the first list response, unless it agrees with the local clock
-    (``collectors.kubernetes.moment``).
+    (``collectors.kubernetes.moment``). ``in_process`` decodes the pages in this process
+    (``collect_cluster``): the decoding worker's start-up (about a second) pays off for one big
+    snapshot, not for many small ones in a row (the demo's replay of the past).
 
     Raises ``ConfigError``/``ClusterAccessError``/``CollectionError``/``WarehouseError``; a
     failed collection leaves only its ``audit.collections`` row behind.
@@ -65,6 +68,7 @@ def collect_cluster_inventory(
                     topology_levels=levels,
                     on_page=on_page,
                     moment=moment,
+                    in_process=in_process,
                 )
             )
         finally:

@@ -232,8 +232,9 @@ def _stamp(
     started_at: datetime,
     collected_at: Callable[[], datetime | None] | None,
 ) -> None:
-    """Set the collection's ``collected_at`` (and its row's clock) before the merge reads it:
-    the source's moment when it gives one, else ``started_at`` by the local clock."""
+    """Set the collection's ``collected_at`` before the merge reads it: the source's moment
+    when it gives one (recorded in its ``audit.collections`` row), else ``started_at`` by the
+    local clock (the row's ``collected_at`` stays NULL: it is ``started_at``)."""
     moment = collected_at() if collected_at is not None else None
     if moment is not None:
         row = con.execute(
@@ -251,11 +252,11 @@ def _stamp(
                 "collect again once it is right",
             )
         con.execute("SET VARIABLE collected_at = CAST(? AS TIMESTAMP)", [moment])
-    con.execute(
-        "UPDATE audit.collections SET collected_at = ?, collected_at_clock = ? "
-        "WHERE collection_id = ?",
-        [moment or started_at, "local" if moment is None else "api_server", collection_id],
-    )
+        con.execute(
+            "UPDATE audit.collections SET collected_at = ?, collected_at_clock = 'api_server' "
+            "WHERE collection_id = ?",
+            [moment, collection_id],
+        )
 
 
 def _load_in_transaction(

@@ -425,14 +425,16 @@ def _replay_history(
         raise ConfigError(f"--history-days {days} is negative: give 0 or more days")
     history = WorldHistory(world, days=days)
     last = _last_collected(settings, target.name)
-    moments = [m for m in history.moments(HISTORY_STEP_HOURS) if last is None or _naive_utc(m) > last]
+    moments = [
+        m for m in history.moments(HISTORY_STEP_HOURS) if last is None or _naive_utc(m) > last
+    ]
     wh = Warehouse(settings.warehouse)
     demo = replace(settings, clusters=(target,))
     for number, moment in enumerate(moments, start=1):
         cluster.set_clock(moment, history.objects_at(moment))
-        collect_cluster_inventory(demo, wh, target, publish=False)
+        collect_cluster_inventory(demo, wh, target, publish=False, in_process=True)
         if not quiet:
-            day = days - int((world.now - moment).total_seconds() // 86400)
+            day = days - int((world.now - moment).total_seconds() // 86400) + 1
             print(
                 f"history: day {day} of {days} ({moment:%Y-%m-%d %H:%M} UTC, "
                 f"snapshot {number} of {len(moments)})",

@@ -29,7 +29,6 @@ from annex.settings import KubernetesSettings
 from collectors.kubernetes import kueue, schema
 from collectors.kubernetes.builder import PageBuilder, read_page
 from collectors.kubernetes.decode import DecodeContext, rejected_batch
-from collectors.kubernetes.moment import SnapshotMoment
 from collectors.kubernetes.listing import (
     ListCall,
     Lister,
@@ -38,6 +37,7 @@ from collectors.kubernetes.listing import (
     latency_summary,
     utc_now,
 )
+from collectors.kubernetes.moment import SnapshotMoment
 from collectors.kubernetes.transport import raw_get
 
 _log = logging.getLogger(__name__)

@@ -28,9 +28,9 @@ import calendar
 import random
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import orjson
-from datetime import datetime
 
 from simulator.world.model import World, timestamp
 
@@ -214,7 +214,10 @@ class WorldHistory:
             node = pod["spec"].get("nodeName")
             if node and _gpu_pod(pod) and (pod.get("status") or {}).get("startTime"):
                 by_node.setdefault(node, []).append(pod)
-        created = {n["metadata"]["name"]: epoch(n["metadata"]["creationTimestamp"]) or 0.0 for n in self.world.nodes}
+        created = {
+            n["metadata"]["name"]: epoch(n["metadata"]["creationTimestamp"]) or 0.0
+            for n in self.world.nodes
+        }
         for node in sorted(by_node):
             pods = by_node[node]
             busy_from = min(epoch(p["status"]["startTime"]) or self.now for p in pods)
@@ -356,9 +359,7 @@ def _pod_running(pod: dict, started: float | None = None) -> dict:
             condition["status"] = "True"
             condition.pop("reason", None)
             condition.pop("message", None)
-        if since and condition["type"] != "PodScheduled":
-            condition["lastTransitionTime"] = since
-        elif since:
+        if since:
             condition["lastTransitionTime"] = since
     for container in status.get("containerStatuses") or ():
         container["state"] = {"running": {"startedAt": since}}

@@ -49,9 +49,7 @@ def test_a_cordon_episode_begins_and_ends(history: WorldHistory) -> None:
     assert episodes, "some node was cordoned earlier and uncordoned since"
     lifecycle = episodes[0]
     name = lifecycle.states[-1][1]["metadata"]["name"]
-    index = next(
-        i for i, (_, s) in enumerate(lifecycle.states) if s["spec"].get("unschedulable")
-    )
+    index = next(i for i, (_, s) in enumerate(lifecycle.states) if s["spec"].get("unschedulable"))
     begin, end = lifecycle.states[index][0], lifecycle.states[index + 1][0]
 
     def node_at(t: float) -> dict:
@@ -85,9 +83,7 @@ def test_present_cordons_and_not_ready_nodes_began_at_their_taints(
     assert down
     before = history.objects_at(history.now - 2 * DAY)["nodes"]
     ready = _by_name(before)[down[0]["metadata"]["name"]]
-    assert [c["status"] for c in ready["status"]["conditions"] if c["type"] == "Ready"] == [
-        "True"
-    ]
+    assert [c["status"] for c in ready["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
 
 
 def test_earlier_pods_run_finish_and_are_deleted(history: WorldHistory) -> None:
