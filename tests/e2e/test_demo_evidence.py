@@ -51,7 +51,7 @@ def world_present(folder: Path) -> datetime:
 
 
 SNAPSHOTS = """
-    SELECT collected_at, collected_at_clock FROM audit.collections
+    SELECT DISTINCT collected_at, collected_at_clock FROM audit.collections
     WHERE source = 'kubernetes' AND status = 'succeeded'
     ORDER BY collected_at
 """
@@ -140,8 +140,9 @@ def test_the_demo_has_lived_a_month(demo_twice: tuple[Path, dict]) -> None:
     """The demo collected the cluster's past (one snapshot a day, each at its simulated time,
     by the API server's clock) before its present: the fleet report's daily figures have
     capacity GPU-hours in named node pools on every day of the history, so the current month
-    is never "no inventory evidence"; the rerun recorded no snapshot again and left every
-    daily figure of the completed days unchanged."""
+    is never "no inventory evidence"; the rerun took no snapshot of the past again (only its
+    present, at the same moment) and left every daily figure of the completed days
+    unchanged."""
     folder, first = demo_twice
     present = world_present(folder)
     snapshots = first["snapshots"]
