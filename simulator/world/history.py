@@ -238,7 +238,7 @@ class WorldHistory:
     ) -> Lifecycle:
         """One earlier pod on `node` from `begin` to `end`: a balloon (ReplicaSet in the
         capacity namespace) is scaled away at `end`; any other pod finishes then and is deleted
-        a while later. A Job's pod becomes a research pod (see the module's doc)."""
+        a day or two later. A Job's pod becomes a research pod (see the module's doc)."""
         begin, end = float(int(begin)), float(int(end))  # the API's timestamps are seconds
         pod = _copy(template)
         metadata = pod["metadata"]
@@ -269,7 +269,9 @@ class WorldHistory:
             return Lifecycle("pods", begin, end, [(begin, running)])
         failed = self.rng.random() < 0.1
         finished = _pod_finished(pod, started, end, failed)
-        gone = min(float(int(end + self.rng.uniform(0.5, 6) * HOUR)), self.now)
+        # finished pods stay listed a while (a Job's TTL in this world is a day), so that
+        # a scheduled snapshot sees them with their own timestamps
+        gone = min(float(int(end + self.rng.uniform(24, 48) * HOUR)), self.now)
         return Lifecycle("pods", begin, gone, [(begin, running), (end, finished)])
 
 

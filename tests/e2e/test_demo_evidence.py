@@ -137,7 +137,7 @@ def test_the_demo_warehouse_keeps_idle_within_allocation_and_buckets_to_capacity
 
 
 def test_the_demo_has_lived_a_month(demo_twice: tuple[Path, dict]) -> None:
-    """The demo collected the cluster's past (one snapshot a day, each at its simulated time,
+    """The demo collected the cluster's past (a snapshot every two days, each at its simulated time,
     by the API server's clock) before its present: the fleet report's daily figures have
     capacity GPU-hours in named node pools on every day of the history, so the current month
     is never "no inventory evidence"; the rerun took no snapshot of the past again (only its
@@ -146,7 +146,7 @@ def test_the_demo_has_lived_a_month(demo_twice: tuple[Path, dict]) -> None:
     folder, first = demo_twice
     present = world_present(folder)
     snapshots = first["snapshots"]
-    assert len(snapshots) >= 30
+    assert len(snapshots) >= 15
     assert {clock for _, clock in snapshots} == {"api_server"}
     assert snapshots[-1][0] == present
     assert snapshots[0][0] <= present - timedelta(days=29)
