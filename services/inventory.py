@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from annex.settings import ClusterSettings, Settings
 from collectors.fetched import FetchedCollection
-from collectors.kubernetes import api_client_for, collect_cluster
+from collectors.kubernetes import SnapshotMoment, api_client_for, collect_cluster
 from warehouse import CollectionResult, Warehouse, load_collection
 from warehouse.models.kubernetes import KUBERNETES_MODEL
 
@@ -40,8 +40,15 @@ def collect_cluster_inventory(
     on_page: Callable[[Any], None] | None = None,
     on_wait: Callable[[str], None] | None = None,
     publish: bool = True,
+    in_process: bool = False,
 ) -> CollectionResult:
     """Collect ``target`` read-only and load it atomically; publish the analysts' copy if asked.
+
+    The snapshot's moment (its rows' ``collected_at``) is the API server's: the ``Date`` of
+    the first list response, unless it agrees with the local clock
+    (``collectors.kubernetes.moment``). ``in_process`` decodes the pages in this process
+    (``collect_cluster``): the decoding worker's start-up (about a second) pays off for one big
+    snapshot, not for many small ones in a row (the demo's replay of the past).
 
     Raises ``ConfigError``/``ClusterAccessError``/``CollectionError``/``WarehouseError``; a
     failed collection leaves only its ``audit.collections`` row behind.
@@ -49,6 +56,7 @@ def collect_cluster_inventory(
     profile = target.topology_profile or settings.kubernetes.topology_profile
     levels = settings.topology_levels(profile)
     api = cluster_api(settings, target)
+    moment = SnapshotMoment()
     with FetchedCollection(prefix="annex-k8s-") as fetched:
         try:
             # The network part, without the writer lock: every list, to a local spool.
@@ -59,6 +67,8 @@ def collect_cluster_inventory(
                     settings=settings.kubernetes,
                     topology_levels=levels,
                     on_page=on_page,
+                    moment=moment,
+                    in_process=in_process,
                 )
             )
         finally:
@@ -71,4 +81,5 @@ def collect_cluster_inventory(
             batches=fetched.replay(),
             on_wait=on_wait,
             publish=publish,
+            collected_at=moment.collected_at,
         )

@@ -110,10 +110,16 @@ def load_collection(
     on_progress: Callable[[str, int], None] | None = None,
     on_wait: OnWait | None = None,
     publish: bool = True,
+    collected_at: Callable[[], datetime | None] | None = None,
 ) -> CollectionResult:
     """Load one collection atomically and return its result; on failure record it and re-raise.
 
-    ``batches`` is consumed lazily, once. ``on_progress(table, rows_so_far)`` is called after
+    ``batches`` is consumed lazily, once. ``collected_at`` (called before the merge, once the
+    batches are staged) gives the moment to stamp the rows with by the source's own clock
+    (the Kubernetes API server's ``Date``), None for the local clock when loading began
+    (``started_at``); it may raise ``CollectionError`` to refuse the collection. A source
+    moment before the last recorded collection of the same source and cluster is refused:
+    history is recorded in order. ``on_progress(table, rows_so_far)`` is called after
     each batch. With ``publish`` the analysts' copy is refreshed after the commit.
 
     A full disk is a ``WarehouseSpaceError`` that says whether the collection was loaded:
@@ -158,7 +164,15 @@ def load_collection(
                 raise
             try:
                 row_counts, rejected = _load_in_transaction(
-                    con, model, collection_id, cluster, started_at, batches, on_progress, tally
+                    con,
+                    model,
+                    collection_id,
+                    cluster,
+                    started_at,
+                    batches,
+                    on_progress,
+                    tally,
+                    collected_at,
                 )
             except BaseException as exc:
                 interrupted = isinstance(exc, KeyboardInterrupt | duckdb.InterruptException)
@@ -210,6 +224,41 @@ def load_collection(
     )
 
 
+def _stamp(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    cluster: str,
+    collection_id: str,
+    started_at: datetime,
+    collected_at: Callable[[], datetime | None] | None,
+) -> None:
+    """Set the collection's ``collected_at`` before the merge reads it: the source's moment
+    when it gives one (recorded in its ``audit.collections`` row), else ``started_at`` by the
+    local clock (the row's ``collected_at`` stays NULL: it is ``started_at``)."""
+    moment = collected_at() if collected_at is not None else None
+    if moment is not None:
+        row = con.execute(
+            "SELECT max(coalesce(collected_at, started_at)) FROM audit.collections "
+            "WHERE source = ? AND cluster = ? AND status = 'succeeded'",
+            [source, cluster],
+        ).fetchone()
+        last = row[0] if row else None
+        if last is not None and moment < last:
+            raise CollectionError(
+                f"the {source} source's clock says this snapshot of {cluster} was taken at "
+                f"{moment:%Y-%m-%d %H:%M:%S} UTC, before the last recorded one "
+                f"({last:%Y-%m-%d %H:%M:%S} UTC); annex records a cluster's history in order",
+                hint="check the API server's clock (its Date header): it went back in time; "
+                "collect again once it is right",
+            )
+        con.execute("SET VARIABLE collected_at = CAST(? AS TIMESTAMP)", [moment])
+        con.execute(
+            "UPDATE audit.collections SET collected_at = ?, collected_at_clock = 'api_server' "
+            "WHERE collection_id = ?",
+            [moment, collection_id],
+        )
+
+
 def _load_in_transaction(
     con: duckdb.DuckDBPyConnection,
     model: SourceModel,
@@ -219,6 +268,7 @@ def _load_in_transaction(
     batches: Iterable[tuple[str, pa.RecordBatch]],
     on_progress: Callable[[str, int], None] | None,
     tally: _Tally,
+    collected_at: Callable[[], datetime | None] | None = None,
 ) -> tuple[dict[str, int], int]:
     """Stage, merge, keep rejected records and mark the collection succeeded: one transaction.
 
@@ -239,6 +289,7 @@ def _load_in_transaction(
         with _threads(con, model.staging_threads):
             row_counts = _stage(con, model, batches, on_progress, tally)
         log.debug("collecting and staging took %.3f s", time.perf_counter() - stage_started)
+        _stamp(con, model.source, cluster, collection_id, started_at, collected_at)
         merge_started = time.perf_counter()
         _run_statements(con, model.merge_sql, f"merge SQL of the {model.source} model")
         log.debug("merge took %.3f s", time.perf_counter() - merge_started)

@@ -12,13 +12,21 @@ Tables and their schemas are in ``collectors.kubernetes.schema``.
 
 from typing import Any
 
-__all__ = ["RESOURCES", "SCHEMAS", "ListStats", "api_client_for", "collect_cluster"]
+__all__ = [
+    "RESOURCES",
+    "SCHEMAS",
+    "ListStats",
+    "SnapshotMoment",
+    "api_client_for",
+    "collect_cluster",
+]
 
 _EXPORTS = {
     "api_client_for": "collectors.kubernetes.client",
     "RESOURCES": "collectors.kubernetes.collect",
     "collect_cluster": "collectors.kubernetes.collect",
     "ListStats": "collectors.kubernetes.listing",
+    "SnapshotMoment": "collectors.kubernetes.moment",
     "SCHEMAS": "collectors.kubernetes.schema",
 }
 

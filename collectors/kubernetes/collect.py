@@ -37,6 +37,7 @@ from collectors.kubernetes.listing import (
     latency_summary,
     utc_now,
 )
+from collectors.kubernetes.moment import SnapshotMoment
 from collectors.kubernetes.transport import raw_get
 
 _log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ def collect_cluster(
     on_page: Callable[[ListStats], None] | None = None,
     lister: Lister | None = None,
     in_process: bool = False,
+    moment: SnapshotMoment | None = None,
 ) -> Iterator[tuple[str, pa.RecordBatch]]:
     """Yield ``(table_name, batch)`` for every page of every list, then ``("lists", batch)``.
 
@@ -115,6 +117,9 @@ def collect_cluster(
 
     Pages are decoded into Arrow in a worker process while the next page is fetched
     (``builder``); ``in_process=True`` decodes in this process instead.
+
+    ``moment`` observes the ``Date`` header of the first list's first response: the
+    snapshot's moment by the API server's clock (``collectors.kubernetes.moment``).
     """
     context = DecodeContext(balloons=settings.balloons, topology_levels=topology_levels)
     lister = lister or Lister(settings)
@@ -147,6 +152,8 @@ def collect_cluster(
                     if rejected:
                         record.rejected += len(rejected)
                         yield "rejected", rejected_batch(rejected)
+                if moment is not None and record.server_date_local is not None:
+                    moment.observe(record.server_date, record.server_date_local)
     except (ClusterAccessError, CollectionError) as exc:
         server = api.configuration.host
         raise type(exc)(f"cluster {cluster} ({server}): {exc.message}", hint=exc.hint) from exc

@@ -93,6 +93,10 @@ class ListRecord:
     finished_at: datetime | None = None
     latencies: list[float] = field(default_factory=list)
     """Seconds per request (including reading the body), failed ones too."""
+    server_date: str | None = None
+    """The HTTP ``Date`` header of the list's first response (``moment``)."""
+    server_date_local: datetime | None = None
+    """The local clock when that response came."""
 
 
 @dataclass(frozen=True)
@@ -300,6 +304,9 @@ class Lister:
         if token:
             kwargs["_continue"] = token
         response = call(**kwargs)
+        if record.server_date_local is None:
+            record.server_date = header(response, "Date")
+            record.server_date_local = utc_now()
         body_deadline = min(deadline, self.clock() + settings.response_deadline_seconds)
         try:
             body = read_body(

@@ -16,14 +16,16 @@ import os
 import secrets
 import ssl
 import threading
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from simulator.kubernetes.faults import FaultSet
 from simulator.kubernetes.lists import Lister, ListSettings
 from simulator.kubernetes.resources import BY_PLURAL
 from simulator.kubernetes.server import ApiServer, RequestRecord, _HttpServer
-from simulator.kubernetes.store import Store
+from simulator.kubernetes.store import Store, object_key
 from simulator.kubernetes.watch import WatchSettings
 from simulator.world import World
 
@@ -51,6 +53,11 @@ class SimulatedCluster:
         tls: bool = False,
     ) -> None:
         self.world = world
+        # the simulated clock (epoch seconds) set by `set_clock`; None: the wall clock, as a
+        # real API server's Date header
+        self._moment: float | None = None
+        # what each resource serves since the last `set_clock`: key -> the world's object
+        self._served: dict[str, dict[str, dict]] | None = None
         self.token = token or secrets.token_urlsafe(24)
         self.faults = FaultSet(world.seed)
         self.store = Store(world.objects(), world.resource_version)
@@ -66,6 +73,7 @@ class SimulatedCluster:
             WatchSettings(bookmark_interval_seconds, watch_timeout_seconds),
             pod_logs=world.pod_logs,
             clock=world.now.timestamp,  # the world's clock, which its timestamps count from
+            date_clock=self._date,
         )
         self._host = host
         self._port = port
@@ -74,6 +82,49 @@ class SimulatedCluster:
         self._churn_per_second = churn_per_second
         self.tls = tls
         self._churn = None
+
+    # ---- the simulated clock ------------------------------------------------------------
+
+    def _date(self) -> float:
+        moment = self._moment
+        return time.time() if moment is None else moment
+
+    @property
+    def clock(self) -> datetime | None:
+        """The simulated moment the cluster serves (None: it serves its world at the wall
+        clock, as built)."""
+        return None if self._moment is None else datetime.fromtimestamp(self._moment, UTC)
+
+    def set_clock(self, moment: datetime, objects: dict[str, list[dict]]) -> int:
+        """Serve ``objects`` (``WorldHistory.objects_at(moment)``) as the cluster's state at
+        ``moment``: lists return them, the HTTP ``Date`` header says ``moment``, and pod logs
+        count to it. Objects that changed since the last state are written again and those
+        no longer there deleted, so resourceVersions only grow and watchers see the changes
+        in order (an object counts as unchanged when it is the same dict as before).
+        Returns how many objects were written or deleted."""
+        if self._served is None:
+            self._served = {
+                plural: {object_key(BY_PLURAL[plural], obj): obj for obj in items}
+                for plural, items in self.world.objects().items()
+            }
+        changes = 0
+        for plural, items in objects.items():
+            resource = BY_PLURAL[plural]
+            served = self._served.setdefault(plural, {})
+            wanted = {object_key(resource, obj): obj for obj in items}
+            for key in sorted(served.keys() - wanted.keys()):
+                self.store.delete(plural, key)
+                del served[key]
+                changes += 1
+            for key in sorted(wanted):
+                obj = wanted[key]
+                if served.get(key) is not obj:
+                    self.store.put(plural, obj)
+                    served[key] = obj
+                    changes += 1
+        self._moment = moment.timestamp()
+        self._api.clock = self._date
+        return changes
 
     # ---- lifecycle ----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import zlib
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
@@ -101,9 +102,11 @@ class _Exchange:
         handler: BaseHTTPRequestHandler,
         fault: Fault | None,
         on_answer: Callable[[_Exchange], None] | None = None,
+        date: str | None = None,
     ) -> None:
         self.handler = handler
         self.fault = fault
+        self.date = date  # the HTTP Date header: the server's clock when the request came
         self.status = 0
         self.bytes_sent = 0
         self.on_answer = on_answer  # called once, just before the first byte goes out
@@ -129,6 +132,7 @@ class _Exchange:
     ) -> None:
         self._answering(status)
         all_headers = {
+            **({"Date": self.date} if self.date else {}),
             "Audit-Id": str(uuid.uuid4()),
             "Cache-Control": "no-cache, private",
             "Content-Type": content_type,
@@ -166,6 +170,7 @@ class _Exchange:
         head = self._head(
             200,
             {
+                **({"Date": self.date} if self.date else {}),
                 "Audit-Id": str(uuid.uuid4()),
                 "Cache-Control": "no-cache, private",
                 "Content-Type": "application/json",
@@ -221,8 +226,12 @@ class ApiServer:
         max_records: int = 200_000,
         pod_logs: Mapping[tuple[str, str], str] | None = None,
         clock: Callable[[], float] = time.time,
+        date_clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        # the clock of the HTTP Date header (a real API server's wall clock; the simulated
+        # cluster's settable clock when it replays the world's past)
+        self.date_clock = date_clock
         self.pod_logs: Mapping[tuple[str, str], str] = pod_logs if pod_logs is not None else {}
         self.clock = clock  # "now" for sinceSeconds and running containers' logs
         self.lister = lister
@@ -267,7 +276,7 @@ class ApiServer:
             with self.records_lock:
                 self.records.append(record)
 
-        exchange = _Exchange(handler, None, log)
+        exchange = _Exchange(handler, None, log, formatdate(self.date_clock(), usegmt=True))
         try:
             self._serve(handler, exchange, path, query)
         except errors.ApiError as error:

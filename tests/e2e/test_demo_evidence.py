@@ -7,7 +7,9 @@ telemetry-only)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -31,6 +33,28 @@ STATUSES = """
     ORDER BY ALL
 """
 MEASURED = "SELECT model_name, own_compute_flop, energy_mwh FROM marts.model_compute"
+# the fleet report's daily figures (reports/fleet.py reads this mart), for the days before the
+# world's present: the present's day still grows with the clock the marts read
+FLEET_DAYS = """
+    SELECT day, node_pool, capacity_gpu_hours, allocated_workload_gpu_hours,
+           allocated_balloon_gpu_hours, free_gpu_hours, unavailable_gpu_hours
+    FROM marts.gpu_hours_daily_by_pool
+    WHERE day < CAST($present AS DATE)
+    ORDER BY ALL
+"""
+
+
+def world_present(folder: Path) -> datetime:
+    """The simulated world's present, as the demo recorded it for its reruns."""
+    recorded = json.loads((folder / "d" / "world.json").read_text(encoding="utf-8"))
+    return datetime.fromisoformat(recorded["now"]).astimezone(UTC).replace(tzinfo=None)
+
+
+SNAPSHOTS = """
+    SELECT DISTINCT collected_at, collected_at_clock FROM audit.collections
+    WHERE source = 'kubernetes' AND status = 'succeeded'
+    ORDER BY collected_at
+"""
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +65,8 @@ def demo_twice(demo_folder: Path) -> Iterator[tuple[Path, dict]]:
             "exact": con.execute(EXACT).fetchall(),
             "statuses": con.execute(STATUSES).fetchall(),
             "measured": {n: (c, e) for n, c, e in con.execute(MEASURED).fetchall()},
+            "fleet": con.execute(FLEET_DAYS, {"present": world_present(folder)}).fetchall(),
+            "snapshots": con.execute(SNAPSHOTS).fetchall(),
         }
     run_demo(folder)
     yield folder, first
@@ -108,3 +134,34 @@ def test_the_demo_warehouse_keeps_idle_within_allocation_and_buckets_to_capacity
         if observed[0] == 0:
             assert (telemetry_only, idle) == (telemetry, 0)
             assert telemetry_only_idle >= 0
+
+
+def test_the_demo_has_lived_a_month(demo_twice: tuple[Path, dict]) -> None:
+    """The demo collected the cluster's past (a snapshot every two days, each at its simulated time,
+    by the API server's clock) before its present: the fleet report's daily figures have
+    capacity GPU-hours in named node pools on every day of the history, so the current month
+    is never "no inventory evidence"; the rerun took no snapshot of the past again (only its
+    present, at the same moment) and left every daily figure of the completed days
+    unchanged."""
+    folder, first = demo_twice
+    present = world_present(folder)
+    snapshots = first["snapshots"]
+    assert len(snapshots) >= 15
+    assert {clock for _, clock in snapshots} == {"api_server"}
+    assert snapshots[-1][0] == present
+    assert snapshots[0][0] <= present - timedelta(days=29)
+    with duckdb.connect(str(folder / "annex.duckdb"), read_only=True) as con:
+        assert con.execute(SNAPSHOTS).fetchall() == snapshots
+        fleet = con.execute(FLEET_DAYS, {"present": present}).fetchall()
+    assert fleet == first["fleet"]
+    capacity: dict = {}
+    for day, pool, capacity_gpu_hours, *_ in fleet:
+        if pool != "unknown" and capacity_gpu_hours:
+            capacity[day] = capacity.get(day, 0) + capacity_gpu_hours
+    first_day = (snapshots[0][0] + timedelta(days=1)).date()
+    days = [first_day + timedelta(days=i) for i in range((present.date() - first_day).days)]
+    month = present.date().replace(day=1)
+    assert [d for d in days if d >= month] == [
+        month + timedelta(days=i) for i in range((present.date() - month).days)
+    ]
+    assert [d for d in days if capacity.get(d, 0) <= 0] == []
