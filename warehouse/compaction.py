@@ -67,14 +67,14 @@ from warehouse.connection import Warehouse
 from warehouse.export import (
     HIVE_TYPES,
     TablePlan,
-    _copy,
-    _count,
-    _ident,
-    _literal,
-    _order,
-    _partition_filter,
-    _partition_path,
+    copy_parquet,
+    count_rows,
     data_cutoff,
+    partition_filter,
+    partition_path,
+    sort_order,
+    sql_ident,
+    sql_literal,
 )
 from warehouse.migrate import utc_now
 from warehouse.transaction import atomic
@@ -261,7 +261,7 @@ def expired_partitions(
     con: duckdb.DuckDBPyConnection, table: Compactable, first_kept: date, *, estimate: bool
 ) -> list[Partition]:
     """Every (cluster, day) of ``table`` before ``first_kept`` with its rows, oldest first."""
-    time = _ident(table.time_column)
+    time = sql_ident(table.time_column)
     keys, order = ("cluster, ", "day, cluster") if table.has_cluster else ("", "day")
     rows = con.execute(
         f"SELECT {keys}CAST({time} AS DATE) AS day, count(*) FROM {table.plan.source} "
@@ -301,9 +301,9 @@ def _compact_partition(
     """Move one partition (see the module docstring); None when its rows are gone already."""
     plan = table.plan
     values = (partition.cluster, partition.day) if table.has_cluster else (partition.day,)
-    where = _partition_filter(plan, values)
+    where = partition_filter(plan, values)
     written_columns = {c: t for c, t in table.columns if c not in plan.partition_columns}
-    select = ", ".join(_ident(c) for c in written_columns)
+    select = ", ".join(sql_ident(c) for c in written_columns)
     try:
         with atomic(con):
             earlier = con.execute(
@@ -311,19 +311,19 @@ def _compact_partition(
                 "AND cluster IS NOT DISTINCT FROM ? AND day = ?",
                 [table.name, partition.cluster, partition.day],
             ).fetchone()
-            if not _count(con, f"SELECT count(*) FROM {plan.source} WHERE {where}"):
+            if not count_rows(con, f"SELECT count(*) FROM {plan.source} WHERE {where}"):
                 return None
-            folder = root / table.schema / table.table / _partition_path(values)
+            folder = root / table.schema / table.table / partition_path(values)
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / f"data_{earlier[0] if earlier else 0}.parquet"
             query = f"SELECT {select} FROM {plan.source} WHERE {where}"
-            _copy(con, query, _order(plan, written_columns), path)
+            copy_parquet(con, query, sort_order(plan, written_columns), path)
             digest, size = _sync_and_hash(path)
             if on_step:
                 on_step("written")
             deleted = con.execute(f"DELETE FROM {plan.source} WHERE {where}").fetchone()
             in_file = con.execute(
-                f"SELECT count(*) FROM read_parquet('{_literal(str(path))}')"
+                f"SELECT count(*) FROM read_parquet('{sql_literal(str(path))}')"
             ).fetchone()
             if not deleted or not in_file or deleted[0] != in_file[0]:
                 raise WarehouseError(
@@ -372,10 +372,10 @@ def _create_view(con: duckdb.DuckDBPyConnection, table: Compactable) -> None:
             [table.name],
         ).fetchall()
     ]
-    view = f"{ARCHIVE_SCHEMA}.{_ident(table.table)}"
+    view = f"{ARCHIVE_SCHEMA}.{sql_ident(table.table)}"
     sql = f"SELECT * FROM {table.plan.source}"
     if files:
-        listed = ", ".join(f"'{_literal(f)}'" for f in files)
+        listed = ", ".join(f"'{sql_literal(f)}'" for f in files)
         types = ", ".join(f"'{c}': '{HIVE_TYPES[c]}'" for c in table.plan.partition_columns)
         sql += (
             f"\nUNION ALL BY NAME\nSELECT * EXCLUDE (day) FROM read_parquet([{listed}], "
@@ -388,7 +388,7 @@ def _create_view(con: duckdb.DuckDBPyConnection, table: Compactable) -> None:
         f"{' and '.join(table.plan.partition_columns)} of {table.time_column}). Same columns "
         f"as {table.name}; filter on {table.time_column} to read only the files needed."
     )
-    con.execute(f"COMMENT ON VIEW {view} IS '{_literal(comment)}'")
+    con.execute(f"COMMENT ON VIEW {view} IS '{sql_literal(comment)}'")
 
 
 def _sync_and_hash(path: Path) -> tuple[str, int]:
@@ -412,7 +412,7 @@ def _bytes_per_row(con: duckdb.DuckDBPyConnection, table: Compactable) -> float:
     row = con.execute(
         "SELECT count(DISTINCT block_id) * (SELECT block_size FROM pragma_database_size()), "
         f"(SELECT count(*) FROM {table.plan.source}) "
-        f"FROM pragma_storage_info('{_literal(table.name)}') WHERE block_id >= 0"
+        f"FROM pragma_storage_info('{sql_literal(table.name)}') WHERE block_id >= 0"
     ).fetchone()
     if not row or not row[1]:
         return 0.0
