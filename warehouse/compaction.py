@@ -82,12 +82,38 @@ from warehouse.transaction import atomic
 ARCHIVE_SCHEMA = "archive"
 LEDGER = "audit.compactions"
 
-FIXED_TABLES = (
-    ("telemetry", "core", "gpu_telemetry_samples", "ts"),
-    ("audit", "audit", "kubernetes_requests", "requested_at"),
-    ("audit", "audit", "telemetry_targets", "started_at"),
+FIXED_TABLES: tuple[tuple[str, str, str, str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("telemetry", "core", "gpu_telemetry_samples", "ts", (), ()),
+    ("audit", "audit", "kubernetes_requests", "requested_at", (), ()),
+    ("audit", "audit", "telemetry_targets", "started_at", (), ()),
+    ("lineage", "core", "lineage_events", "event_time", ("payload",), ("event_id",)),
+    (
+        "attestation",
+        "core",
+        "attestation_records",
+        "received_at",
+        ("claims",),
+        ("cluster", "record_id"),
+    ),
 )
-"""Compactable tables besides every ``raw.kubernetes_*`` (family, schema, table, time column)."""
+"""Compactable tables besides every ``raw.kubernetes_*``: (family, schema, table, time column,
+moved columns, key). Moved columns empty: whole rows move; else only those columns do, the row
+(its ids, times, hashes and verdicts) stays and the file holds the key beside them."""
+
+NEVER_COMPACTED = frozenset(
+    {
+        "audit.collections",
+        "audit.rejected",
+        "audit.report_versions",
+        "audit.documents",
+        "audit.document_handovers",
+        "audit.compactions",
+    }
+)
+"""Records kept whole in DuckDB whatever ``[retention]`` says: every collection, every rejected
+record with its reason, every rendered document version and handover (kept for the records
+retention, ``keep_until``), and the ledger itself. ``audit_days`` is for the request logs only;
+``compactable_tables`` refuses any table named here."""
 
 KUBERNETES_TIME = "collected_at"
 
@@ -113,10 +139,29 @@ class Compactable:
     table: str
     time_column: str
     columns: tuple[tuple[str, str], ...]
+    moved: tuple[str, ...] = ()
+    """Columns moved out of rows that stay (set to NULL once in Parquet); empty: whole rows."""
+    key: tuple[str, ...] = ()
+    """What identifies a row: written beside the moved columns, the archive view joins on it."""
 
     @property
     def name(self) -> str:
         return f"{self.schema}.{self.table}"
+
+    @property
+    def unmoved(self) -> str:
+        """SQL: a row still holds what compaction moves (for whole rows: every row)."""
+        return " OR ".join(f"{sql_ident(c)} IS NOT NULL" for c in self.moved) or "true"
+
+    @property
+    def written(self) -> dict[str, str]:
+        """The columns a partition's file holds (the partition columns are its folders)."""
+        wanted = (*self.key, self.time_column, *self.moved) if self.moved else None
+        return {
+            c: t
+            for c, t in self.columns
+            if c not in self.plan.partition_columns and (wanted is None or c in wanted)
+        }
 
     @property
     def has_cluster(self) -> bool:
@@ -219,22 +264,25 @@ def compactable_tables(con: duckdb.DuckDBPyConnection) -> list[Compactable]:
         "column_index"
     ).fetchall():
         columns.setdefault((schema, table), []).append((column, data_type))
-    wanted = [
-        (family, schema, table, time)
-        for family, schema, table, time in FIXED_TABLES
-        if (schema, table) in columns
-    ]
+    wanted = [fixed for fixed in FIXED_TABLES if (fixed[1], fixed[2]) in columns]
     wanted += [
-        ("kubernetes", schema, table, KUBERNETES_TIME)
+        ("kubernetes", schema, table, KUBERNETES_TIME, (), ())
         for schema, table in sorted(columns)
         if schema == "raw"
         and table.startswith("kubernetes_")
         and (KUBERNETES_TIME, "TIMESTAMP") in columns[(schema, table)]
     ]
-    return [
-        Compactable(family, schema, table, time, tuple(columns[(schema, table)]))
-        for family, schema, table, time in sorted(wanted, key=lambda w: (w[1], w[2]))
+    tables = [
+        Compactable(family, schema, table, time, tuple(columns[(schema, table)]), moved, key)
+        for family, schema, table, time, moved, key in sorted(wanted, key=lambda w: (w[1], w[2]))
     ]
+    kept = sorted(NEVER_COMPACTED & {t.name for t in tables})
+    if kept:  # a programming error, never a setting: these are records, not logs
+        raise WarehouseError(
+            f"refusing to compact {', '.join(kept)}: records kept whole (NEVER_COMPACTED)",
+            hint="report this as a bug in annex",
+        )
+    return tables
 
 
 def horizon(
@@ -248,13 +296,37 @@ def horizon(
     if cutoff is None:
         return None
     first_kept = (cutoff - timedelta(days=retention.days(table.family))).date()
-    if table.family == "telemetry":
-        row = con.execute(
-            "SELECT min(min_ts) FROM audit.telemetry_loads WHERE NOT rolled_up"
-        ).fetchone()
+    pending = NOT_FINAL.get(table.family)
+    if pending is not None:
+        row = con.execute(pending).fetchone()
         if row and row[0] is not None:
             first_kept = min(first_kept, row[0].date())
     return first_kept
+
+
+NOT_FINAL = {
+    "telemetry": "SELECT min(min_ts) FROM audit.telemetry_loads WHERE NOT rolled_up",
+    # lineage: events of collections refresh_lineage has not taken in yet
+    "lineage": (
+        "SELECT min(event_time) FROM core.lineage_events WHERE collection_id NOT IN "
+        "(SELECT collection_id FROM audit.lineage_refreshed_collections)"
+    ),
+    # attestation: records of collections after the cluster's latest coverage refresh
+    "attestation": (
+        "SELECT min(r.received_at) FROM core.attestation_records AS r "
+        "JOIN audit.collections AS c ON c.collection_id = r.collection_id "
+        "WHERE c.started_at > coalesce((SELECT max(a.attestation_horizon) "
+        "FROM audit.attestation_refreshes AS a WHERE a.cluster = r.cluster), "
+        "TIMESTAMP '-infinity')"
+    ),
+}
+"""Per family, the earliest time of rows whose derived tables are not final yet (their rollup,
+lineage refresh or coverage refresh has not run since they were loaded): the horizon is held
+back to its day, so nothing a refresh may still read is moved. The refreshes read none of the
+moved columns (the lineage merge parses only the batch's staged payloads and keeps each
+current facet in core.lineage_facet_heads; the attestation merge judges staged tokens, and
+coverage reads verdicts and times, never claims); the hold is there so that stays true if a
+refresh ever re-reads them."""
 
 
 def expired_partitions(
@@ -265,7 +337,8 @@ def expired_partitions(
     keys, order = ("cluster, ", "day, cluster") if table.has_cluster else ("", "day")
     rows = con.execute(
         f"SELECT {keys}CAST({time} AS DATE) AS day, count(*) FROM {table.plan.source} "
-        f"WHERE {time} < CAST(? AS TIMESTAMP) GROUP BY ALL ORDER BY {order}",
+        f"WHERE {time} < CAST(? AS TIMESTAMP) AND ({table.unmoved}) "
+        f"GROUP BY ALL ORDER BY {order}",
         [first_kept],
     ).fetchall()
     per_row = _bytes_per_row(con, table) if estimate and rows else 0.0
@@ -288,6 +361,7 @@ def archive_views(con: duckdb.DuckDBPyConnection) -> list[str]:
         for table in compactable_tables(con):
             _create_view(con, table)
             names.append(f"{ARCHIVE_SCHEMA}.{table.table}")
+        names += _derived_views(con)
     return names
 
 
@@ -301,8 +375,8 @@ def _compact_partition(
     """Move one partition (see the module docstring); None when its rows are gone already."""
     plan = table.plan
     values = (partition.cluster, partition.day) if table.has_cluster else (partition.day,)
-    where = partition_filter(plan, values)
-    written_columns = {c: t for c, t in table.columns if c not in plan.partition_columns}
+    where = f"{partition_filter(plan, values)} AND ({table.unmoved})"
+    written_columns = table.written
     select = ", ".join(sql_ident(c) for c in written_columns)
     try:
         with atomic(con):
@@ -321,7 +395,13 @@ def _compact_partition(
             digest, size = _sync_and_hash(path)
             if on_step:
                 on_step("written")
-            deleted = con.execute(f"DELETE FROM {plan.source} WHERE {where}").fetchone()
+            if table.moved:  # the rows stay: only the moved columns leave
+                cleared = ", ".join(f"{sql_ident(c)} = NULL" for c in table.moved)
+                deleted = con.execute(
+                    f"UPDATE {plan.source} SET {cleared} WHERE {where}"
+                ).fetchone()
+            else:
+                deleted = con.execute(f"DELETE FROM {plan.source} WHERE {where}").fetchone()
             in_file = con.execute(
                 f"SELECT count(*) FROM read_parquet('{sql_literal(str(path))}')"
             ).fetchone()
@@ -377,18 +457,77 @@ def _create_view(con: duckdb.DuckDBPyConnection, table: Compactable) -> None:
     if files:
         listed = ", ".join(f"'{sql_literal(f)}'" for f in files)
         types = ", ".join(f"'{c}': '{HIVE_TYPES[c]}'" for c in table.plan.partition_columns)
-        sql += (
-            f"\nUNION ALL BY NAME\nSELECT * EXCLUDE (day) FROM read_parquet([{listed}], "
-            f"hive_partitioning = true, hive_types = {{{types}}})"
-        )
+        parquet = f"read_parquet([{listed}], hive_partitioning = true, hive_types = {{{types}}})"
+        if table.moved:
+            kinds = dict(table.columns)
+            restored = ", ".join(
+                f"coalesce(t.{sql_ident(c)}, CAST(a.{sql_ident(c)} AS {kinds[c]})) "
+                f"AS {sql_ident(c)}"
+                for c in table.moved
+            )
+            joined = " AND ".join(f"a.{sql_ident(c)} = t.{sql_ident(c)}" for c in table.key)
+            picked = ", ".join(sql_ident(c) for c in (*table.key, *table.moved))
+            sql = (
+                f"SELECT t.* REPLACE ({restored}) FROM {table.plan.source} AS t\n"
+                f"LEFT JOIN (SELECT {picked} FROM {parquet}) AS a ON {joined}"
+            )
+        else:
+            sql += f"\nUNION ALL BY NAME\nSELECT * EXCLUDE (day) FROM {parquet}"
     con.execute(f"CREATE OR REPLACE VIEW {view} AS {sql}")
-    comment = (
-        f"{table.name} whole: its rows still in DuckDB and those compacted to Parquet past "
-        f"[retention] {table.family}_days (the files audit.compactions names, partitioned by "
-        f"{' and '.join(table.plan.partition_columns)} of {table.time_column}). Same columns "
-        f"as {table.name}; filter on {table.time_column} to read only the files needed."
-    )
+    if table.moved:
+        moved = ", ".join(table.moved)
+        comment = (
+            f"{table.name} whole: every row, with {moved} read back from Parquet where "
+            f"compaction moved it past [retention] {table.family}_days (the files "
+            f"audit.compactions names, partitioned by "
+            f"{' and '.join(table.plan.partition_columns)} of {table.time_column}; the row "
+            f"stays in {table.name} with {moved} NULL). Same columns and rows as {table.name}."
+        )
+    else:
+        comment = (
+            f"{table.name} whole: its rows still in DuckDB and those compacted to Parquet past "
+            f"[retention] {table.family}_days (the files audit.compactions names, partitioned "
+            f"by {' and '.join(table.plan.partition_columns)} of {table.time_column}). Same "
+            f"columns as {table.name}; filter on {table.time_column} to read only the files "
+            "needed."
+        )
     con.execute(f"COMMENT ON VIEW {view} IS '{sql_literal(comment)}'")
+
+
+DERIVED_VIEWS = (("core", "lineage_facets", "core.lineage_events", "lineage_events"),)
+"""Views over a table whose moved columns they read (schema, view, the table it reads, its
+archive view): ``archive.<view>`` is the same view over the archive view, so its history reaches
+the compacted rows too (the facet history parses the events' payloads)."""
+
+
+def _derived_views(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """(Re)create ``archive.<view>`` for every ``DERIVED_VIEWS`` entry this warehouse has: its
+    definition as DuckDB holds it, reading the archive view instead of the table."""
+    names = []
+    for schema, name, source, archived in DERIVED_VIEWS:
+        row = con.execute(
+            "SELECT sql, comment FROM duckdb_views() WHERE schema_name = ? AND view_name = ?",
+            [schema, name],
+        ).fetchone()
+        if row is None:
+            continue
+        sql, comment = row
+        body = sql[sql.upper().index(" AS ") + 4 :].rstrip().rstrip(";")
+        if body.count(f"FROM {source}") != 1:
+            raise WarehouseError(
+                f"{schema}.{name} no longer reads {source} once: archive.{name} cannot follow",
+                hint="update warehouse.compaction.DERIVED_VIEWS with the view",
+            )
+        body = body.replace(f"FROM {source}", f"FROM {ARCHIVE_SCHEMA}.{archived}")
+        view = f"{ARCHIVE_SCHEMA}.{sql_ident(name)}"
+        con.execute(f"CREATE OR REPLACE VIEW {view} AS {body}")
+        note = (
+            f"{schema}.{name} over archive.{archived}: the same rows, including those of "
+            f"events whose payloads compaction moved to Parquet. {comment or ''}"
+        )
+        con.execute(f"COMMENT ON VIEW {view} IS '{sql_literal(note.strip())}'")
+        names.append(f"{ARCHIVE_SCHEMA}.{name}")
+    return names
 
 
 def _sync_and_hash(path: Path) -> tuple[str, int]:
@@ -409,10 +548,15 @@ def _sync_and_hash(path: Path) -> tuple[str, int]:
 
 def _bytes_per_row(con: duckdb.DuckDBPyConnection, table: Compactable) -> float:
     """The table's bytes in DuckDB per row (its blocks, for a dry run's estimate)."""
+    columns = (
+        " AND column_name IN ({})".format(", ".join(f"'{c}'" for c in table.moved))
+        if table.moved
+        else ""
+    )
     row = con.execute(
         "SELECT count(DISTINCT block_id) * (SELECT block_size FROM pragma_database_size()), "
         f"(SELECT count(*) FROM {table.plan.source}) "
-        f"FROM pragma_storage_info('{sql_literal(table.name)}') WHERE block_id >= 0"
+        f"FROM pragma_storage_info('{sql_literal(table.name)}') WHERE block_id >= 0{columns}"
     ).fetchone()
     if not row or not row[1]:
         return 0.0
