@@ -19,7 +19,23 @@ core.gpu_telemetry_samples             telemetry        ``ts`` (partitioned by d
 raw.kubernetes_* (every one)           kubernetes       ``collected_at``
 audit.kubernetes_requests              audit            ``requested_at``
 audit.telemetry_targets                audit            ``started_at``
+core.lineage_events (``payload``)      lineage          ``event_time``
+core.attestation_records (``claims``)  attestation      ``received_at``
+archived attestation submission files  attestation      ``received_at`` of the submission
 =====================================  ===============  =========================================
+
+Whole rows move for the first four; for ``core.lineage_events`` and ``core.attestation_records``
+only the named column does: the row (ids, times, hashes, verdicts) stays, the column is set to
+NULL, and the file holds it beside the row's key (``archive.<table>`` joins it back; the facet
+history ``core.lineage_facets`` has ``archive.lineage_facets``, the same view over
+``archive.lineage_events``). Nothing derived reads those columns again (the lineage merge parses
+only the batch's staged payloads and keeps each current facet in ``core.lineage_facet_heads``;
+the attestation merge judges staged tokens, coverage reads verdicts and times); their horizon is
+still held back to the first row a refresh has not taken in (``NOT_FINAL``). The submission
+files the attestation collector archived (``archive_uri``; ``raw_token_uri`` points into them)
+move into Parquet files of their bytes (``archive.attestation_submission_files``) and leave the
+spool's archive folder once committed. Never compacted, whatever ``audit_days`` says: the
+records in ``NEVER_COMPACTED`` (collections, rejected records, document versions, handovers).
 
 A day is compacted when it lies wholly before the horizon: the data cut-off (the end of the
 latest successful collection, so a warehouse nobody collects into ages no further) less the
@@ -55,11 +71,14 @@ import hashlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import duckdb
+import pyarrow as pa
 
 from annex.errors import WarehouseError
 from annex.settings import RetentionSettings
@@ -231,6 +250,10 @@ def compact_warehouse(
             if horizons[t.name] is not None
             for p in expired_partitions(con, t, horizons[t.name], estimate=dry_run)  # type: ignore[arg-type]
         ]
+        evidence_horizon = horizons.get("core.attestation_records")
+        if evidence_horizon is not None:
+            horizons[EVIDENCE_TABLE] = evidence_horizon
+            planned += expired_evidence(con, evidence_horizon)
     done: list[Partition] = []
     pending = [] if dry_run else list(planned)
     by_name = {t.name: t for t in tables}
@@ -241,7 +264,12 @@ def compact_warehouse(
             started = time.monotonic()
             while pending:  # at least one partition a session, however short the slice
                 partition = pending.pop(0)
-                moved = _compact_partition(con, by_name[partition.table], partition, root, on_step)
+                if partition.table == EVIDENCE_TABLE:
+                    moved = _compact_evidence(con, partition, root, on_step)
+                else:
+                    moved = _compact_partition(
+                        con, by_name[partition.table], partition, root, on_step
+                    )
                 if moved is not None:
                     done.append(moved)
                 if time.monotonic() - started >= LOCK_SLICE_SECONDS:
@@ -362,6 +390,8 @@ def archive_views(con: duckdb.DuckDBPyConnection) -> list[str]:
             _create_view(con, table)
             names.append(f"{ARCHIVE_SCHEMA}.{table.table}")
         names += _derived_views(con)
+        _create_evidence_view(con)
+        names.append(f"{ARCHIVE_SCHEMA}.{EVIDENCE_VIEW}")
     return names
 
 
@@ -528,6 +558,186 @@ def _derived_views(con: duckdb.DuckDBPyConnection) -> list[str]:
         con.execute(f"COMMENT ON VIEW {view} IS '{sql_literal(note.strip())}'")
         names.append(f"{ARCHIVE_SCHEMA}.{name}")
     return names
+
+
+EVIDENCE_TABLE = "core.attestation_submissions"
+"""The ledger's ``table_name`` for archived submission files moved to Parquet."""
+EVIDENCE_VIEW = "attestation_submission_files"
+EVIDENCE_FILE_BYTES = 256 << 20
+"""A Parquet file of archived submissions holds about this much at most: a day of a large
+fleet's submissions is several files (``data_<n>``), each its own atomic step."""
+EVIDENCE_COLUMNS = {
+    "submission_id": "VARCHAR",
+    "archive_uri": "VARCHAR",
+    "file_sha256": "VARCHAR",
+    "body": "BLOB",
+}
+
+
+def expired_evidence(con: duckdb.DuckDBPyConnection, first_kept: date) -> list[Partition]:
+    """Every (cluster, day) of submissions received before ``first_kept`` whose archived file
+    (``archive_uri``: the tokens exactly as received, ``raw_token_uri`` points into it) is
+    still on disk and not in Parquet yet: rows are the files, bytes their size."""
+    partitions: dict[tuple[str, date], list[int]] = {}
+    for file in _evidence_files(con, "received_at < CAST(? AS TIMESTAMP)", [first_kept]):
+        partitions.setdefault((file.cluster, file.day), []).append(file.path.stat().st_size)
+    return [
+        Partition(EVIDENCE_TABLE, "attestation", cluster, day, len(sizes), sum(sizes))
+        for (cluster, day), sizes in sorted(partitions.items(), key=lambda p: (p[0][1], p[0][0]))
+    ]
+
+
+@dataclass(frozen=True)
+class _EvidenceFile:
+    cluster: str
+    day: date
+    submission_id: str
+    archive_uri: str
+    path: Path
+
+
+def _evidence_files(
+    con: duckdb.DuckDBPyConnection, where: str, params: list
+) -> list[_EvidenceFile]:
+    """The submissions matching ``where`` whose archived file is still on disk and whose URI
+    is in no ledger's file yet. A file never archived here (another machine's spool) or gone
+    is skipped."""
+    found = []
+    for cluster, day, submission_id, uri in con.execute(
+        f"SELECT cluster, day, min(submission_id), archive_uri FROM {EVIDENCE_TABLE} "
+        f"WHERE {where} AND archive_uri LIKE 'file:%' AND archive_uri NOT IN "
+        f"(SELECT archive_uri FROM {ARCHIVE_SCHEMA}.{EVIDENCE_VIEW}) "
+        "GROUP BY cluster, day, archive_uri ORDER BY day, cluster, archive_uri",
+        params,
+    ).fetchall():
+        path = Path(url2pathname(urlparse(uri).path))
+        if path.is_file():
+            found.append(_EvidenceFile(cluster, day, submission_id, uri, path))
+    return found
+
+
+def _compact_evidence(
+    con: duckdb.DuckDBPyConnection, partition: Partition, root: Path, on_step: Step | None
+) -> Partition | None:
+    """Move one (cluster, day)'s archived submission files into Parquet (submission_id,
+    archive_uri, file_sha256, body), at most ``EVIDENCE_FILE_BYTES`` a file, each file one
+    transaction (file written and fsync'ed, ledger row, view), then remove the originals.
+    A crash before a commit leaves the originals and a stray file the next run overwrites;
+    after it, before the removal, the originals stay too: a second copy, never a loss."""
+    files = _evidence_files(con, "cluster = ? AND day = ?", [partition.cluster, partition.day])
+    moved, size, last = 0, 0, None
+    while files:
+        chunk = [files.pop(0)]
+        total = chunk[0].path.stat().st_size
+        while files and total + files[0].path.stat().st_size <= EVIDENCE_FILE_BYTES:
+            chunk.append(files.pop(0))
+            total += chunk[-1].path.stat().st_size
+        bodies = [file.path.read_bytes() for file in chunk]
+        rows = pa.table(
+            {
+                "submission_id": [file.submission_id for file in chunk],
+                "archive_uri": [file.archive_uri for file in chunk],
+                "file_sha256": [hashlib.sha256(body).hexdigest() for body in bodies],
+                "body": pa.array(bodies, pa.binary()),
+            }
+        )
+        last, written = _write_evidence(con, partition, rows, root, on_step)
+        size += written
+        moved += len(chunk)
+        for file in chunk:  # committed: the Parquet file is the archive now
+            file.path.unlink(missing_ok=True)
+    if not moved:
+        return None
+    return replace(partition, rows=moved, bytes=size, file=last)
+
+
+def _write_evidence(
+    con: duckdb.DuckDBPyConnection,
+    partition: Partition,
+    rows: pa.Table,
+    root: Path,
+    on_step: Step | None,
+) -> tuple[Path, int]:
+    """One Parquet file of archived submissions, its ledger row and the view: one transaction."""
+    try:
+        with atomic(con):
+            earlier = con.execute(
+                f"SELECT count(*) FROM {LEDGER} WHERE table_name = ? AND cluster = ? AND day = ?",
+                [EVIDENCE_TABLE, partition.cluster, partition.day],
+            ).fetchall()[0]  # (fetched to the end: register() wants no open result)
+            values = (partition.cluster, partition.day)
+            folder = root / "core" / "attestation_submissions" / partition_path(values)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"data_{earlier[0] if earlier else 0}.parquet"
+            con.register("compaction_evidence", rows)
+            try:
+                copy_parquet(con, "SELECT * FROM compaction_evidence", "archive_uri", path)
+            finally:
+                con.unregister("compaction_evidence")
+            digest, size = _sync_and_hash(path)
+            if on_step:
+                on_step("written")
+            con.execute(
+                f"INSERT INTO {LEDGER} (table_name, family, cluster, day, rows, bytes, file, "
+                "sha256, compacted_at) VALUES (?, 'attestation', ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    EVIDENCE_TABLE,
+                    partition.cluster,
+                    partition.day,
+                    rows.num_rows,
+                    size,
+                    str(path),
+                    digest,
+                    utc_now(),
+                ],
+            )
+            _create_evidence_view(con)
+            if on_step:
+                on_step("committing")
+    except OSError as exc:
+        raise WarehouseError(
+            f"cannot write the archived submissions of {partition.cluster} {partition.day} "
+            f"under {root}: {exc}",
+            hint="check free space and permissions there, then rerun (nothing was removed)",
+        ) from exc
+    except duckdb.Error as exc:
+        raise WarehouseError(
+            f"compacting archived submissions failed and was rolled back: {exc}",
+            hint="rerun `annex warehouse compact`; partitions already compacted stay so",
+        ) from exc
+    return path, size
+
+
+def _create_evidence_view(con: duckdb.DuckDBPyConnection) -> None:
+    """``archive.attestation_submission_files``: every archived submission file moved to
+    Parquet, its bytes exactly as archived (the ledger's files; empty before the first)."""
+    files = [
+        row[0]
+        for row in con.execute(
+            f"SELECT file FROM {LEDGER} WHERE table_name = ? ORDER BY day, cluster, file",
+            [EVIDENCE_TABLE],
+        ).fetchall()
+    ]
+    if files:
+        listed = ", ".join(f"'{sql_literal(f)}'" for f in files)
+        sql = (
+            "SELECT cluster, day, submission_id, archive_uri, file_sha256, body "
+            f"FROM read_parquet([{listed}], hive_partitioning = true, "
+            "hive_types = {'cluster': 'VARCHAR', 'day': 'DATE'})"
+        )
+    else:
+        typed = ", ".join(f"NULL::{t} AS {c}" for c, t in EVIDENCE_COLUMNS.items())
+        sql = f"SELECT NULL::VARCHAR AS cluster, NULL::DATE AS day, {typed} WHERE false"
+    view = f"{ARCHIVE_SCHEMA}.{EVIDENCE_VIEW}"
+    con.execute(f"CREATE OR REPLACE VIEW {view} AS {sql}")
+    comment = (
+        "The attestation submissions annex archived (core.attestation_submissions.archive_uri: "
+        "the tokens exactly as received; core.attestation_records.raw_token_uri is "
+        "<archive_uri>#<key>) whose files compaction moved to Parquet past [retention] "
+        "attestation_days: body holds the file's bytes, file_sha256 their SHA-256. The files "
+        "are gone from the spool's archive folder; look a token up here by archive_uri."
+    )
+    con.execute(f"COMMENT ON VIEW {view} IS '{sql_literal(comment)}'")
 
 
 def _sync_and_hash(path: Path) -> tuple[str, int]:

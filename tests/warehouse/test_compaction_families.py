@@ -10,6 +10,7 @@ refreshed; a one-day retention with the cut-off on the third day compacts the fi
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -65,10 +66,15 @@ def row(schema: pa.Schema, **values: object) -> dict:
     return out
 
 
-def attestation_day(n: int) -> list[tuple[str, pa.RecordBatch]]:
-    """Day ``n``: one submission from node n1 with a passing NRAS result and CVM token."""
+def attestation_day(n: int, spool: Path) -> list[tuple[str, pa.RecordBatch]]:
+    """Day ``n``: one submission from node n1 with a passing NRAS result and CVM token, its
+    body archived under ``spool`` as the collector leaves it."""
     sub = f"sub-{n}"
     when = day(n)
+    archived = spool / "archive" / f"{when:%Y-%m-%d}" / f"{sub}.json"
+    archived.parent.mkdir(parents=True, exist_ok=True)
+    archived.write_bytes(json.dumps({"submission": sub, "tokens": ["eyJ..."]}).encode())
+    uri = archived.absolute().as_uri()
     common = {
         "submission_id": sub,
         "node_name": "n1",
@@ -80,6 +86,7 @@ def attestation_day(n: int) -> list[tuple[str, pa.RecordBatch]]:
         "verdict": "pass",
         "assurance_tier": "verified",
         "reasons": [],
+        "raw_token_uri": uri + "#0",
     }
     records = [
         row(
@@ -128,6 +135,7 @@ def attestation_day(n: int) -> list[tuple[str, pa.RecordBatch]]:
         boot_id="boot-1",
         received_at=when,
         gpu_index_map=[("GPU-0", "GPU-aaaa")],
+        archive_uri=uri,
     )
     return [
         (
@@ -167,13 +175,21 @@ def loaded(wh: Warehouse) -> Warehouse:
     for n in range(DAYS):
         lw.load(wh, lineage_day(n))
         result = load_collection(
-            wh, ATTESTATION_MODEL, cluster=CLUSTER, batches=attestation_day(n), publish=False
+            wh,
+            ATTESTATION_MODEL,
+            cluster=CLUSTER,
+            batches=attestation_day(n, spool(wh)),
+            publish=False,
         )
         assert result.rejected_count == 0
     inventory(wh)
     with wh.writer() as con:
         refresh_attestation_coverage(con)
     return wh
+
+
+def spool(wh: Warehouse) -> Path:
+    return Path(wh.path).parent / "attestations"
 
 
 def retention(wh: Warehouse) -> RetentionSettings:
@@ -220,6 +236,8 @@ def test_payloads_and_claims_move_while_rows_verdicts_and_figures_stay(loaded: W
     wh = loaded
     before = figures(wh)
     assert before["marts.lineage_models"] and before["marts.attestation_gpu_hours"]
+    first_file = next((spool(wh) / "archive" / f"{day(0):%Y-%m-%d}").iterdir())
+    first_body = first_file.read_bytes()
     with wh.writer() as con:
         history = rows(con, "core.lineage_facets")
         events = con.execute("SELECT count(*) FROM core.lineage_events").fetchone()
@@ -230,8 +248,11 @@ def test_payloads_and_claims_move_while_rows_verdicts_and_figures_stay(loaded: W
     assert moved == {
         ("core.lineage_events", None, DAY_ONE.date(), 2),
         ("core.attestation_records", CLUSTER, DAY_ONE.date(), 3),
+        ("core.attestation_submissions", CLUSTER, DAY_ONE.date(), 1),  # its archived file
     }
     assert figures(wh) == before
+    assert not first_file.exists()  # the first day's archived submission left the spool
+    assert len(list((spool(wh) / "archive").rglob("*.json"))) == DAYS - 1
     with wh.writer() as con:
         # the rows stay; only the first day's payloads and claims left DuckDB
         assert con.execute("SELECT count(*) FROM core.lineage_events").fetchone() == events
@@ -253,6 +274,14 @@ def test_payloads_and_claims_move_while_rows_verdicts_and_figures_stay(loaded: W
             "WHERE token_sha256 = 'sha-0-maa'"
         ).fetchall()
         assert cited == [("pass", "0")]
+        # and the token as received: the archived submission moved into Parquet, byte for byte
+        kept = con.execute(
+            "SELECT f.body, f.file_sha256 FROM archive.attestation_records AS r "
+            "JOIN archive.attestation_submission_files AS f "
+            "ON f.archive_uri = split_part(r.raw_token_uri, '#', 1) "
+            "WHERE r.token_sha256 = 'sha-0-maa'"
+        ).fetchall()
+        assert kept == [(first_body, hashlib.sha256(first_body).hexdigest())]
         # the lineage marts rebuilt whole from what stays give the same figures
         refresh_lineage(con, full=True)
     assert figures(wh) == before
@@ -288,7 +317,11 @@ def test_nothing_moves_before_the_refreshes_took_it_in(wh: Warehouse) -> None:
     for n in range(DAYS):
         lw.load(wh, lineage_day(n), refresh=False)
         load_collection(
-            wh, ATTESTATION_MODEL, cluster=CLUSTER, batches=attestation_day(n), publish=False
+            wh,
+            ATTESTATION_MODEL,
+            cluster=CLUSTER,
+            batches=attestation_day(n, spool(wh)),
+            publish=False,
         )
     assert compact_warehouse(wh, retention(wh), now=CUTOFF).partitions == ()
     with wh.writer() as con:
@@ -323,3 +356,30 @@ def test_audit_records_are_never_compacted_only_the_request_logs(
     )
     with wh.writer() as con, pytest.raises(WarehouseError, match=r"audit\.rejected"):
         compactable_tables(con)
+
+
+def test_a_failure_before_the_commit_keeps_the_archived_submission(loaded: Warehouse) -> None:
+    wh = loaded
+    archived = next((spool(wh) / "archive" / f"{day(0):%Y-%m-%d}").iterdir())
+    commits: list[str] = []
+
+    def fail_at_the_third_commit(step: str) -> None:  # the archived submissions come last
+        if step == "committing":
+            commits.append(step)
+            if len(commits) == 3:
+                raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError, match="killed"):
+        compact_warehouse(wh, retention(wh), now=CUTOFF, on_step=fail_at_the_third_commit)
+    assert archived.is_file()
+    assert [t for t, *_ in ledger(wh)] == ["core.attestation_records", "core.lineage_events"]
+    with wh.writer() as con:
+        assert rows(con, "archive.attestation_submission_files") == []
+
+    result = compact_warehouse(wh, retention(wh), now=CUTOFF)
+    assert [(p.table, p.rows) for p in result.partitions] == [("core.attestation_submissions", 1)]
+    assert not archived.exists()
+    with wh.writer() as con:
+        assert con.execute("SELECT body FROM archive.attestation_submission_files").fetchall() == [
+            (json.dumps({"submission": "sub-0", "tokens": ["eyJ..."]}).encode(),)
+        ]
