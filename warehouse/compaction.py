@@ -495,8 +495,12 @@ def _create_view(con: duckdb.DuckDBPyConnection, table: Compactable) -> None:
                 f"AS {sql_ident(c)}"
                 for c in table.moved
             )
-            joined = " AND ".join(f"a.{sql_ident(c)} = t.{sql_ident(c)}" for c in table.key)
-            picked = ", ".join(sql_ident(c) for c in (*table.key, *table.moved))
+            # the partition's day too: a query on a few days then opens only their files
+            # (DuckDB pushes the join's filter down to the hive partitions)
+            on = [f"a.{sql_ident(c)} = t.{sql_ident(c)}" for c in table.key]
+            on.append(f"a.day = CAST(t.{sql_ident(table.time_column)} AS DATE)")
+            joined = " AND ".join(on)
+            picked = ", ".join(sql_ident(c) for c in (*table.key, "day", *table.moved))
             sql = (
                 f"SELECT t.* REPLACE ({restored}) FROM {table.plan.source} AS t\n"
                 f"LEFT JOIN (SELECT {picked} FROM {parquet}) AS a ON {joined}"
