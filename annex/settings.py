@@ -406,10 +406,13 @@ class RetentionSettings:
     kubernetes_days: int = 30
     """``raw.kubernetes_*``: the collections' rows as listed (``core`` keeps the history)."""
     lineage_days: int = 400
-    """Lineage event bodies (``core.lineage_events.payload``): recorded, not compacted yet (the
-    lineage models and ``core.lineage_facets`` re-read them)."""
+    """Lineage event bodies (``core.lineage_events.payload``): moved to Parquet once the lineage
+    refresh took their events in; the events' rows stay (``archive.lineage_events``,
+    ``archive.lineage_facets`` read the bodies back)."""
     attestation_days: int = 400
-    """Attestation tokens as received: recorded, not compacted yet (verdicts cite them)."""
+    """Attestation tokens as received: ``core.attestation_records.claims`` and the archived
+    submission files, moved to Parquet once the coverage refresh took them in; records and
+    verdicts stay (``archive.attestation_records``, ``archive.attestation_submission_files``)."""
     audit_days: int = 90
     """``audit.kubernetes_requests`` and ``audit.telemetry_targets`` (request logs); at least 8,
     as ``marts.kubernetes_api_latency`` reads the last 7 days."""

@@ -186,7 +186,7 @@ class TablePlan:
 
     @property
     def source(self) -> str:
-        return self.whole or f"{_ident(self.schema)}.{_ident(self.table)}"
+        return self.whole or f"{sql_ident(self.schema)}.{sql_ident(self.table)}"
 
 
 @dataclass(frozen=True)
@@ -298,7 +298,7 @@ def plan_table(con: duckdb.DuckDBPyConnection, schema: str, table: str, kind: st
     changes = tuple(c for c in candidates if c in types)
     whole = None
     if schema == "core" and _archived(con, table):
-        whole = f"archive.{_ident(table)}"
+        whole = f"archive.{sql_ident(table)}"
     return TablePlan(schema, table, kind, day_from, "cluster" in types, changes, columns, whole)
 
 
@@ -314,7 +314,7 @@ def _archived(con: duckdb.DuckDBPyConnection, table: str) -> bool:
 def duckdb_source(dest: str | os.PathLike[str], entry: dict) -> str:
     """The ``read_parquet(...)`` that reads one table of the manifest back in DuckDB, partition
     columns typed as the manifest says (``entry`` is the manifest's entry for the table)."""
-    glob = _literal(str(Path(dest) / entry["path"] / "**" / "*.parquet"))
+    glob = sql_literal(str(Path(dest) / entry["path"] / "**" / "*.parquet"))
     types = entry["partition_types"]
     if not types:
         return f"read_parquet('{glob}')"
@@ -349,7 +349,7 @@ def _column_types(con: duckdb.DuckDBPyConnection, plan: TablePlan) -> dict[str, 
     types = {c: exported_type(t) for c, t in written}
     huge = [c for c, t in written if t == "HUGEINT"]
     if huge:
-        bounds = ", ".join(f"min({_ident(c)}), max({_ident(c)})" for c in huge)
+        bounds = ", ".join(f"min({sql_ident(c)}), max({sql_ident(c)})" for c in huge)
         row = con.execute(f"SELECT {bounds} FROM {plan.source}").fetchone() or ()
         for i, column in enumerate(huge):
             low, high = row[2 * i], row[2 * i + 1]
@@ -359,7 +359,7 @@ def _column_types(con: duckdb.DuckDBPyConnection, plan: TablePlan) -> dict[str, 
 
 
 def _day_sql(column: str) -> str:
-    return f"CAST({_ident(column)} AS DATE)"
+    return f"CAST({sql_ident(column)} AS DATE)"
 
 
 def _export_table(
@@ -372,16 +372,19 @@ def _export_table(
 ) -> TableExport:
     columns = _column_types(con, plan)
     select = ", ".join(
-        _ident(c) if t == original else f"CAST({_ident(c)} AS {t}) AS {_ident(c)}"
+        sql_ident(c) if t == original else f"CAST({sql_ident(c)} AS {t}) AS {sql_ident(c)}"
         for (c, original), t in ((ct, columns[ct[0]]) for ct in plan.columns if ct[0] in columns)
     )
-    total = _count(con, f"SELECT count(*) FROM {plan.source}")
+    total = count_rows(con, f"SELECT count(*) FROM {plan.source}")
     staging = staging_root / plan.schema / plan.table
     target = dest / plan.schema / plan.table
     if plan.day_from is None:
         staging.mkdir(parents=True, exist_ok=True)
-        _copy(
-            con, f"SELECT {select} FROM {plan.source}", _order(plan, columns), staging / DATA_FILE
+        copy_parquet(
+            con,
+            f"SELECT {select} FROM {plan.source}",
+            sort_order(plan, columns),
+            staging / DATA_FILE,
         )
         shutil.rmtree(target, ignore_errors=True)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -394,9 +397,9 @@ def _export_table(
     write = [p for p in current if whole or p.changed or exported.get(p.path) != p.rows]
     for part in write:
         (staging / part.path).mkdir(parents=True, exist_ok=True)
-        where = _partition_filter(plan, part.values)
+        where = partition_filter(plan, part.values)
         query = f"SELECT {select} FROM {plan.source} WHERE {where}"
-        _copy(con, query, _order(plan, columns), staging / part.path / DATA_FILE)
+        copy_parquet(con, query, sort_order(plan, columns), staging / part.path / DATA_FILE)
     if whole:
         shutil.rmtree(target, ignore_errors=True)
     else:  # a partition whose rows are all gone
@@ -441,27 +444,27 @@ def _partition_rows(
             f"{_day_sql(c)} >= DATE '{since.isoformat()}'"
             for c in (plan.day_from, *plan.change_columns)
         )
-    group = ", ".join([*(_ident(k) for k in keys), _day_sql(plan.day_from)])
+    group = ", ".join([*(sql_ident(k) for k in keys), _day_sql(plan.day_from)])
     rows = con.execute(
         f"SELECT {group}, count(*), coalesce(bool_or({changed}), false) FROM {plan.source} "
         "GROUP BY ALL ORDER BY ALL"
     ).fetchall()
     return [
-        _Partition(tuple(values), _partition_path(tuple(values)).as_posix(), count, flag)
+        _Partition(tuple(values), partition_path(tuple(values)).as_posix(), count, flag)
         for *values, count, flag in rows
     ]
 
 
-def _partition_filter(plan: TablePlan, values: tuple) -> str:
+def partition_filter(plan: TablePlan, values: tuple) -> str:
     """The rows of one partition; a range on a timestamp so that DuckDB skips row groups."""
     assert plan.day_from is not None
     *cluster, day = values
     if day is None:
-        where = [f"{_ident(plan.day_from)} IS NULL"]
+        where = [f"{sql_ident(plan.day_from)} IS NULL"]
     elif plan.day_from == "day":
         where = [f"day = DATE '{day.isoformat()}'"]
     else:
-        column = _ident(plan.day_from)
+        column = sql_ident(plan.day_from)
         end = day + timedelta(days=1)
         where = [
             f"{column} >= CAST(DATE '{day.isoformat()}' AS TIMESTAMP)",
@@ -469,11 +472,11 @@ def _partition_filter(plan: TablePlan, values: tuple) -> str:
         ]
     if cluster:
         (name,) = cluster
-        where.append("cluster IS NULL" if name is None else f"cluster = '{_literal(name)}'")
+        where.append("cluster IS NULL" if name is None else f"cluster = '{sql_literal(name)}'")
     return " AND ".join(where)
 
 
-def _partition_path(values: tuple) -> Path:
+def partition_path(values: tuple) -> Path:
     """``cluster=<name>/day=<day>`` (percent-encoded as Hive does; NULL as Hive's default)."""
     *cluster, day = values
     parts = [f"cluster={_hive_value(name)}" for name in cluster]
@@ -485,17 +488,17 @@ def _hive_value(value: str | None) -> str:
     return "__HIVE_DEFAULT_PARTITION__" if value is None else quote(value, safe="-_.~")
 
 
-def _order(plan: TablePlan, columns: dict[str, str]) -> str:
+def sort_order(plan: TablePlan, columns: dict[str, str]) -> str:
     """A total order of the written rows: ``SORT_FIRST``, then every column."""
     first = SORT_FIRST.get((plan.schema, plan.table), ())
-    return ", ".join(_ident(c) for c in (*first, *(c for c in columns if c not in first)))
+    return ", ".join(sql_ident(c) for c in (*first, *(c for c in columns if c not in first)))
 
 
-def _copy(con: duckdb.DuckDBPyConnection, query: str, order: str, path: Path) -> None:
+def copy_parquet(con: duckdb.DuckDBPyConnection, query: str, order: str, path: Path) -> None:
     """One Parquet file, rows sorted: DuckDB's single-file writer keeps that order, so the bytes
     depend only on the rows."""
     con.execute(
-        f"COPY ({query} ORDER BY {order}) TO '{_literal(str(path))}' "
+        f"COPY ({query} ORDER BY {order}) TO '{sql_literal(str(path))}' "
         "(FORMAT parquet, COMPRESSION zstd)"
     )
 
@@ -596,14 +599,17 @@ def _write_manifest(
     return path
 
 
-def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+def count_rows(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    """The first column of the query's first row (a ``count(*)``), 0 when there is none."""
     row = con.execute(sql).fetchone()
     return int(row[0]) if row else 0
 
 
-def _ident(name: str) -> str:
+def sql_ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
     return '"' + name.replace('"', '""') + '"'
 
 
-def _literal(value: str) -> str:
+def sql_literal(value: str) -> str:
+    """``value`` escaped for use inside a single-quoted SQL string."""
     return value.replace("'", "''")

@@ -12,7 +12,10 @@ Tables: ``core.attestation_submissions``, ``core.attestation_records``,
 ``core.gpu_attested_devices`` (migration ``0006_attestation.sql`` documents every column).
 Rejected submissions (not JSON, not the agent contract, too large) arrive as the engine's
 ``rejected`` table and land in ``audit.rejected``. Coverage is derived afterwards by
-``warehouse.models.attestation_coverage.refresh_attestation_coverage``.
+``warehouse.models.attestation_coverage.refresh_attestation_coverage``. Neither reads a stored
+record's ``claims`` (the merge judges the staged tokens; replays go by hash and ``jti``):
+past ``[retention] attestation_days`` compaction sets them to NULL (``warehouse.compaction``;
+``archive.attestation_records`` reads them back), which must stay so.
 """
 
 from __future__ import annotations

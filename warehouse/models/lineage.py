@@ -11,6 +11,9 @@ stored payloads by the ``core.lineage_facets`` view, migration ``0016``; the mig
 document every column). Only what the collection touched is recomputed: the runs it brought
 events for (their state from all of their stored events, by event time) and the facets it
 brought (heads replaced only by a newer eventTime), so a year of events stays cheap to add to.
+The merge and the refresh never read a stored payload (only the batch's staged ones): past
+``[retention] lineage_days`` compaction sets old payloads to NULL (``warehouse.compaction``;
+``archive.lineage_events`` reads them back), which must stay so.
 
 Dataset versions (reference openlineage.md §3.1): the ``version`` facet's ``datasetVersion``;
 else, for a run's output, the producing ``runId`` (as Marquez: each write by a run is a
