@@ -44,9 +44,10 @@ def compaction_metadata(result: CompactionResult) -> dict[str, object]:
 def warehouse_compaction(
     config: CompactionConfig, annex: AnnexSettingsResource, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:
-    """Raw rows past [retention] (telemetry samples, raw.kubernetes_*, request logs) moved to
-    Parquet, one atomic step per partition, recorded in audit.compactions and readable as
-    archive.<table> (annex warehouse compact). Rollups, intervals, verdicts and report versions
+    """Raw rows past [retention] (telemetry samples, raw.kubernetes_*, request logs, lineage
+    payloads, attestation claims and archived submission files) moved to Parquet, one atomic
+    step per partition, recorded in audit.compactions and readable as archive.<table>
+    (annex warehouse compact). Rollups, intervals, verdicts and report versions
     are kept forever. Reruns are no-ops."""
     settings = annex.load()
     result = compact_warehouse(warehouse.get(), settings.retention, dry_run=config.dry_run)
