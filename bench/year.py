@@ -109,9 +109,7 @@ def sections(text: str) -> dict[str, list[str]]:
 
 def _without_comments(statement: str) -> str:
     """The statement without its ``--`` comment lines (they may name a ``$parameter``)."""
-    return "\n".join(
-        line for line in statement.split("\n") if not line.strip().startswith("--")
-    )
+    return "\n".join(line for line in statement.split("\n") if not line.strip().startswith("--"))
 
 
 def run_section(con, statements: list[str], params: dict[str, object]) -> None:
@@ -229,7 +227,9 @@ def build(path: Path, scale: float, days: int, raw_days: int, models: int) -> Bu
         run_section(con, script["lineage"], params)
         phase("lineage year", started)
         con.execute("CHECKPOINT")
-        result.month_bytes.append(("kubernetes, lineage: the year", path.stat().st_size, family_bytes(con)))
+        result.month_bytes.append(
+            ("kubernetes, lineage: the year", path.stat().st_size, family_bytes(con))
+        )
         for label, h0, h1 in months(days):
             started = time.perf_counter()
             run_section(con, script["month"], {**params, "h0": h0, "h1": h1})
@@ -349,7 +349,9 @@ def step(name: str, what: str, argv: list[str], env: dict[str, str]) -> Step:
     )
 
 
-def measure_steps(workdir: Path, built: Build, days: int, models: int) -> list[Step]:
+def measure_steps(
+    workdir: Path, built: Build, days: int, models: int, *, render: bool = True
+) -> list[Step]:
     live = workdir / "annex.duckdb"
     published = str(_published(live))
     env = {
@@ -369,33 +371,60 @@ def measure_steps(workdir: Path, built: Build, days: int, models: int) -> list[S
         steps.append(
             step(f"report {label}", "fleet report queries", [*me, "report", str(live), label], env)
         )
-    print(f"  annex report fleet --period {last}…", file=sys.stderr)
     out = workdir / "out"
+    if render:
+        print(f"  annex report fleet --period {last}…", file=sys.stderr)
+        steps.append(
+            step(
+                f"render {last}",
+                "annex report fleet (queries, layout, PDF/A-3b, evidence attached)",
+                [
+                    sys.executable,
+                    "-m",
+                    "annex",
+                    "report",
+                    "fleet",
+                    "--period",
+                    last,
+                    "--output",
+                    str(out),
+                ],
+                env,
+            )
+        )
     steps.append(
         step(
-            f"render {last}",
-            "annex report fleet (queries, layout, PDF/A-3b, evidence attached)",
-            [sys.executable, "-m", "annex", "report", "fleet", "--period", last, "--output", str(out)],
+            f"floor {last}",
+            "anchor: one pass over the month of marts.node_gpu_hours",
+            [*me, "floor-month", published, last],
             env,
         )
     )
     steps.append(
-        step(f"floor {last}", "anchor: one pass over the month of marts.node_gpu_hours",
-             [*me, "floor-month", published, last], env)
-    )
-    steps.append(
-        step(f"daily {last}", "marts.gpu_hours_daily_by_pool for the month",
-             [*me, "daily", published, last], env)
+        step(
+            f"daily {last}",
+            "marts.gpu_hours_daily_by_pool for the month",
+            [*me, "daily", published, last],
+            env,
+        )
     )
     now = (T0 + dt.timedelta(days=days)).isoformat()
     print("  refresh_compute…", file=sys.stderr)
     steps.append(
-        step("compute", "refresh_compute, all models, the year",
-             [*me, "compute", str(live), f"{models}@{now}"], env)
+        step(
+            "compute",
+            "refresh_compute, all models, the year",
+            [*me, "compute", str(live), f"{models}@{now}"],
+            env,
+        )
     )
     steps.append(
-        step("floor year", "anchor: one SUM pass over the year of marts.gpu_hourly",
-             [*me, "floor-year", published, "-"], env)
+        step(
+            "floor year",
+            "anchor: one SUM pass over the year of marts.gpu_hourly",
+            [*me, "floor-year", published, "-"],
+            env,
+        )
     )
     return steps
 
@@ -409,8 +438,9 @@ def _published(live: Path) -> Path:
 # -- the record -----------------------------------------------------------------------------
 
 
-def render(args: argparse.Namespace, built: Build, raw_source: str, steps: list[Step],
-           build_seconds: float) -> str:
+def render(
+    args: argparse.Namespace, built: Build, raw_source: str, steps: list[Step], build_seconds: float
+) -> str:
     gib = 2**30
     scale = built.gpus / (FULL_NODES * GPUS_PER_NODE)
     families = [name for name, _ in FAMILIES if built.final_families.get(name)]
@@ -452,9 +482,7 @@ def render(args: argparse.Namespace, built: Build, raw_source: str, steps: list[
     ]
     previous_file, previous = 0, {}
     for label, file_bytes, fam in built.month_bytes:
-        cells = [
-            f"{(fam.get(n, 0.0) - previous.get(n, 0.0)) / scale / gib:.2f}" for n in families
-        ]
+        cells = [f"{(fam.get(n, 0.0) - previous.get(n, 0.0)) / scale / gib:.2f}" for n in families]
         lines.append(
             f"| {label} | {(file_bytes - previous_file) / scale / gib:.2f} | {' | '.join(cells)} |"
         )
@@ -514,14 +542,21 @@ def machine() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.year", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worker", nargs=3, metavar=("KIND", "WAREHOUSE", "ARG"), help=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.year", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--worker", nargs=3, metavar=("KIND", "WAREHOUSE", "ARG"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the 7,500-node fleet")
     parser.add_argument("--days", type=int, default=YEAR_DAYS, help="length of the history")
     parser.add_argument("--raw-days", type=int, default=None, help="raw telemetry window (days)")
     parser.add_argument("--models", type=int, default=9)
     parser.add_argument("--keep", type=Path, metavar="DIR", help="build in DIR and leave it there")
     parser.add_argument("--no-record", action="store_true", help="don't append to RESULTS.md")
+    parser.add_argument(
+        "--no-render", action="store_true", help="time the report's queries, not its PDF"
+    )
     args = parser.parse_args(argv)
     if args.worker:
         return worker(*args.worker)
@@ -538,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         built = build(path, args.scale, args.days, raw_days, args.models)
         build_seconds = time.perf_counter() - started
-        steps = measure_steps(workdir, built, args.days, args.models)
+        steps = measure_steps(workdir, built, args.days, args.models, render=not args.no_render)
         report = render(args, built, raw_source, steps, build_seconds)
         if not args.keep:
             shutil.rmtree(workdir / "out", ignore_errors=True)
