@@ -83,18 +83,12 @@ def family_of(schema: str, table: str) -> str:
 
 
 def default_raw_days() -> tuple[int, str]:
-    """The raw telemetry retention: ``[retention]`` of annex.settings when there is one."""
+    """The raw telemetry retention: ``[retention] telemetry_days`` when annex has it."""
     try:
-        from annex import settings as annex_settings
-
-        retention = getattr(annex_settings, "RetentionSettings", None)
-        if retention is not None:
-            value = getattr(retention(), "raw_telemetry_days", None)
-            if isinstance(value, int):
-                return value, "annex.settings [retention] default"
-    except Exception:  # noqa: BLE001 - the bench falls back to its own default
-        pass
-    return DEFAULT_RAW_DAYS, "bench default (no [retention] setting yet)"
+        from annex.settings import RetentionSettings  # type: ignore[attr-defined]
+    except ImportError:
+        return DEFAULT_RAW_DAYS, "bench default (no [retention] setting yet)"
+    return int(RetentionSettings().telemetry_days), "the default of [retention] telemetry_days"
 
 
 def sections(text: str) -> dict[str, list[str]]:
@@ -173,6 +167,21 @@ def family_bytes(con) -> dict[str, float]:
     return {family: blocks * block_size for family, blocks in rows}
 
 
+def archive_day(con, folder: Path, day: dt.datetime) -> int:
+    """Bytes of one day of raw samples written as the export writes them (Parquet, zstd, by
+    series then time): what each day past the retention window adds to the archive folder."""
+    target = folder / "archive-day.parquet"
+    con.execute(
+        f"COPY (SELECT * FROM core.gpu_telemetry_samples WHERE ts >= $day "
+        f"AND ts < $day + INTERVAL 1 DAY ORDER BY series_id, ts) TO '{target}' "
+        "(FORMAT parquet, COMPRESSION zstd)",
+        {"day": day},
+    )
+    size = target.stat().st_size
+    target.unlink()
+    return size
+
+
 @dataclass
 class Build:
     nodes: int
@@ -184,6 +193,8 @@ class Build:
     month_bytes: list[tuple[str, int, dict[str, float]]] = field(default_factory=list)
     """(month, file bytes after it, family bytes after it)"""
     final_families: dict[str, float] = field(default_factory=dict)
+    archive_day_bytes: int = 0
+    """One day of raw samples as compaction archives it (Parquet, zstd, sorted as the export)."""
     live_bytes: int = 0
     published_bytes: int = 0
 
@@ -246,6 +257,9 @@ def build(path: Path, scale: float, days: int, raw_days: int, models: int) -> Bu
         con.execute("CHECKPOINT")
         phase("raw telemetry window", started)
         result.final_families = family_bytes(con)
+        result.archive_day_bytes = archive_day(
+            con, path.parent, T0 + dt.timedelta(hours=hours - 24)
+        )
         for name in (
             "core.gpu_telemetry_samples",
             "core.gpu_telemetry_series",
@@ -473,6 +487,9 @@ def render(
         f"**{built.live_bytes / scale / gib:.1f}** |",
         f"| published copy (readers' file, same size again) | {built.published_bytes / gib:.3f} | "
         f"{built.published_bytes / scale / gib:.1f} |",
+        f"| outside DuckDB: a year of compacted raw samples in the archive (Parquet zstd, one "
+        f"day measured x 365) | {built.archive_day_bytes * 365 / gib:.3f} | "
+        f"{built.archive_day_bytes * 365 / scale / gib:.1f} |",
         "",
         "Size per month (growth of the live file and of each family over the month, rollups "
         "built and checkpointed; the raw window is added once at the end), extrapolated GiB:",

@@ -4,6 +4,7 @@ runs, and nothing is recorded."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from pathlib import Path
 
 import duckdb
@@ -17,7 +18,7 @@ def test_months_are_the_calendar_months_of_the_year() -> None:
     assert [m[0] for m in months][:2] == ["2025-11", "2025-12"]
     assert len(months) == 12
     assert months[0][1] == 0 and months[-1][2] == year.YEAR_DAYS * 24
-    assert all(a[2] == b[1] for a, b in zip(months, months[1:], strict=False))
+    assert all(a[2] == b[1] for a, b in itertools.pairwise(months))
     assert year.months(3) == [("2025-11", 0, 72)]
 
 
