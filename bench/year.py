@@ -84,11 +84,12 @@ def family_of(schema: str, table: str) -> str:
 
 def default_raw_days() -> tuple[int, str]:
     """The raw telemetry retention: ``[retention] telemetry_days`` when annex has it."""
-    try:
-        from annex.settings import RetentionSettings  # type: ignore[attr-defined]
-    except ImportError:
+    from annex import settings
+
+    retention = getattr(settings, "RetentionSettings", None)  # issue 39 item 2 adds it
+    if retention is None:
         return DEFAULT_RAW_DAYS, "bench default (no [retention] setting yet)"
-    return int(RetentionSettings().telemetry_days), "the default of [retention] telemetry_days"
+    return int(retention().telemetry_days), "the default of [retention] telemetry_days"
 
 
 def sections(text: str) -> dict[str, list[str]]:
@@ -539,6 +540,18 @@ def render(
         )
         + ".",
     ]
+    raw = built.final_families.get("raw telemetry", 0.0) / scale
+    if raw and built.raw_days:
+        per_day = raw / built.raw_days
+        room = GOAL_BYTES - (extrapolated - raw)
+        lines += [
+            "",
+            f"Raw telemetry is {raw / extrapolated:.0%} of the file: {per_day / 1e9:.1f} GB per "
+            f"day of the window at 60,000 GPUs x {built.fields} fields "
+            f"({raw / max(1, built.rows.get('core.gpu_telemetry_samples', 1)) * scale:.2f} "
+            f"bytes per sample); everything else {(extrapolated - raw) / 1e9:.0f} GB for the "
+            f"year. A window of {max(0, int(room // per_day))} days fits under 100 GB.",
+        ]
     return "\n".join(lines)
 
 
