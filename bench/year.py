@@ -24,8 +24,8 @@ a CHECKPOINT after each: the size per month is the growth of the file and of eac
 (DuckDB's blocks in use, a block shared by several tables split by their segments in it).
 
 Then, each in its own process (peak memory = the largest resident set of the process and its
-children, psutil sampled every 20 ms, Python and DuckDB together), against the published copy
-the reports read:
+children, psutil sampled every 20 ms, Python and DuckDB together); the reports and queries
+read the published copy, as annex's do, and compute writes the live file:
 
   report   every month's fleet report queries (``reports.generate.read_evidence``), and the
            full ``annex report fleet`` (queries, layout, PDF/A-3b, evidence attached) of the
@@ -364,9 +364,8 @@ def step(name: str, what: str, argv: list[str], env: dict[str, str]) -> Step:
     )
 
 
-def measure_steps(
-    workdir: Path, built: Build, days: int, models: int, *, render: bool = True
-) -> list[Step]:
+def measure_steps(workdir: Path, days: int, models: int, *, render: bool = True) -> list[Step]:
+    """Every timed step, each in its own process (bench.reports.measure: wall and tree RSS)."""
     live = workdir / "annex.duckdb"
     published = str(_published(live))
     env = {
@@ -394,15 +393,8 @@ def measure_steps(
                 f"render {last}",
                 "annex report fleet (queries, layout, PDF/A-3b, evidence attached)",
                 [
-                    sys.executable,
-                    "-m",
-                    "annex",
-                    "report",
-                    "fleet",
-                    "--period",
-                    last,
-                    "--output",
-                    str(out),
+                    *(sys.executable, "-m", "annex", "report", "fleet"),
+                    *("--period", last, "--output", str(out)),
                 ],
                 env,
             )
@@ -603,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         built = build(path, args.scale, args.days, raw_days, args.models)
         build_seconds = time.perf_counter() - started
-        steps = measure_steps(workdir, built, args.days, args.models, render=not args.no_render)
+        steps = measure_steps(workdir, args.days, args.models, render=not args.no_render)
         report = render(args, built, raw_source, steps, build_seconds)
         if not args.keep:
             shutil.rmtree(workdir / "out", ignore_errors=True)
