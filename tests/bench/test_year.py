@@ -30,6 +30,18 @@ def test_table_families() -> None:
     assert year.family_of("audit", "collections") == "audit"
 
 
+def test_the_raw_window_follows_the_retention_setting(monkeypatch) -> None:
+    import annex.settings
+
+    class Retention:
+        telemetry_days = 9
+
+    monkeypatch.setattr(annex.settings, "RetentionSettings", Retention, raising=False)
+    assert year.default_raw_days() == (9, "the default of [retention] telemetry_days")
+    monkeypatch.delattr(annex.settings, "RetentionSettings")
+    assert year.default_raw_days()[0] == year.DEFAULT_RAW_DAYS
+
+
 def test_fill_script_sections_hold_only_statements() -> None:
     script = year.sections(year.FILL.read_text(encoding="utf-8"))
     assert set(script) == {"setup", "kubernetes", "lineage", "month", "raw_series", "raw_hour"}
@@ -70,6 +82,12 @@ def test_a_tiny_year_is_consistent(tmp_path: Path) -> None:
         ).fetchone()
         assert first == year.T0 + dt.timedelta(days=3)
         assert orphans == 0
+        # the fleet report's daily view has every pool's capacity on every day
+        days, pools, empty = con.execute(
+            "SELECT count(DISTINCT day), count(DISTINCT node_pool), "
+            "count(*) FILTER (WHERE capacity_gpu_hours <= 0) FROM marts.gpu_hours_daily_by_pool"
+        ).fetchone()
+        assert days == 4 and pools >= 1 and empty == 0
         # spread values, not one repeated constant
         assert con.execute("SELECT count(DISTINCT busy) FROM marts.gpu_hourly").fetchone()[0] > 1000
 
