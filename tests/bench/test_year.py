@@ -1,0 +1,107 @@
+"""bench.year at a tiny scale: the year's fill is consistent, sizes add up, every measured step
+runs, and nothing is recorded."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from pathlib import Path
+
+import duckdb
+
+import bench.year as year
+from bench.collect_scale import RESULTS
+
+
+def test_months_are_the_calendar_months_of_the_year() -> None:
+    months = year.months(year.YEAR_DAYS)
+    assert [m[0] for m in months][:2] == ["2025-11", "2025-12"]
+    assert len(months) == 12
+    assert months[0][1] == 0 and months[-1][2] == year.YEAR_DAYS * 24
+    assert all(a[2] == b[1] for a, b in itertools.pairwise(months))
+    assert year.months(3) == [("2025-11", 0, 72)]
+
+
+def test_table_families() -> None:
+    assert year.family_of("core", "gpu_telemetry_samples") == "raw telemetry"
+    assert year.family_of("core", "lineage_events") == "lineage"
+    assert year.family_of("core", "gpu_allocations") == "kubernetes history"
+    assert year.family_of("marts", "gpu_hourly") == "rollups (marts)"
+    assert year.family_of("audit", "collections") == "audit"
+
+
+def test_the_raw_window_follows_the_retention_setting(monkeypatch) -> None:
+    import annex.settings
+
+    class Retention:
+        telemetry_days = 9
+
+    monkeypatch.setattr(annex.settings, "RetentionSettings", Retention, raising=False)
+    assert year.default_raw_days() == (9, "the default of [retention] telemetry_days")
+    monkeypatch.delattr(annex.settings, "RetentionSettings")
+    assert year.default_raw_days()[0] == year.DEFAULT_RAW_DAYS
+
+
+def test_fill_script_sections_hold_only_statements() -> None:
+    script = year.sections(year.FILL.read_text(encoding="utf-8"))
+    assert set(script) == {"setup", "kubernetes", "lineage", "month", "raw_series", "raw_hour"}
+    for statements in script.values():
+        assert statements
+        assert all(not s.lstrip().startswith("--") for s in statements)
+
+
+def test_a_tiny_year_is_consistent(tmp_path: Path) -> None:
+    path = tmp_path / "annex.duckdb"
+    built = year.build(path, scale=0.003, days=4, raw_days=1, models=3)
+    assert built.nodes == 24 and built.gpus == 192
+    hours = 4 * 24
+    assert built.rows["marts.node_gpu_hours"] == built.nodes * hours
+    assert built.rows["core.gpu_telemetry_samples"] > 0
+    assert sum(built.final_families.values()) <= built.live_bytes
+    assert built.final_families["raw telemetry"] > 0
+    with duckdb.connect(str(path), read_only=True) as con:
+        capacity, workload, unavailable, telemetry = con.execute(
+            "SELECT sum(capacity_gpu_hours), sum(allocated_workload_gpu_hours), "
+            "sum(unavailable_gpu_hours), sum(telemetry_gpu_hours) FROM marts.node_gpu_hours"
+        ).fetchone()
+        assert capacity == built.gpus * hours
+        assert telemetry + unavailable == capacity
+        # the hourly rollups and the allocation intervals tell the same story (intervals start
+        # up to 10 minutes into their first hour and end before their last)
+        intervals = con.execute(
+            "SELECT sum(gpus * date_diff('second', valid_from, coalesce(valid_to, $end))) / 3600 "
+            "FROM core.gpu_allocations WHERE category = 'workload'",
+            {"end": year.T0 + dt.timedelta(days=4)},
+        ).fetchone()[0]
+        assert abs(intervals - workload) / workload < 0.1
+        # raw samples only in the window, every one of them under a series
+        first, orphans = con.execute(
+            "SELECT min(ts), count(*) FILTER (WHERE c.series_id IS NULL) "
+            "FROM core.gpu_telemetry_samples LEFT JOIN core.gpu_telemetry_series AS c "
+            "USING (series_id)"
+        ).fetchone()
+        assert first == year.T0 + dt.timedelta(days=3)
+        assert orphans == 0
+        # the fleet report's daily view has every pool's capacity on every day
+        days, pools, empty = con.execute(
+            "SELECT count(DISTINCT day), count(DISTINCT node_pool), "
+            "count(*) FILTER (WHERE capacity_gpu_hours <= 0) FROM marts.gpu_hours_daily_by_pool"
+        ).fetchone()
+        assert days == 4 and pools >= 1 and empty == 0
+        # spread values, not one repeated constant
+        assert con.execute("SELECT count(DISTINCT busy) FROM marts.gpu_hourly").fetchone()[0] > 1000
+
+
+def test_main_measures_every_step_without_recording(tmp_path: Path, capsys) -> None:
+    before = RESULTS.read_bytes()
+    code = year.main(
+        [
+            *("--scale", "0.002", "--days", "3", "--raw-days", "1", "--models", "2"),
+            *("--keep", str(tmp_path), "--no-record", "--no-render"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert RESULTS.read_bytes() == before
+    for step in ("report 2025-11", "daily 2025-11", "compute", "floor year", "**live file**"):
+        assert f"| {step} |" in out
