@@ -236,7 +236,7 @@ def test_retention_defaults_and_folder_beside_the_warehouse(tmp_path: Path) -> N
     settings = load_settings(write(tmp_path, "[warehouse]\npath = 'w/annex.duckdb'\n"), env={})
     retention = settings.retention
     assert (retention.telemetry_days, retention.kubernetes_days, retention.audit_days) == (
-        14,
+        7,
         30,
         90,
     )
@@ -245,9 +245,9 @@ def test_retention_defaults_and_folder_beside_the_warehouse(tmp_path: Path) -> N
 
 
 def test_retention_values_and_environment_override(tmp_path: Path) -> None:
-    path = write(tmp_path, "[retention]\ntelemetry_days = 7\ndir = 'cold'\n")
+    path = write(tmp_path, "[retention]\ntelemetry_days = 10\ndir = 'cold'\n")
     settings = load_settings(path, env={"ANNEX_RETENTION__AUDIT_DAYS": "30"})
-    assert settings.retention.telemetry_days == 7
+    assert settings.retention.telemetry_days == 10
     assert settings.retention.audit_days == 30
     assert settings.retention.resolved_dir(settings.warehouse) == Path("cold").absolute()
 
