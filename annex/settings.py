@@ -132,6 +132,10 @@ class KubernetesSettings:
     max_backoff_seconds: float = 30.0
     topology_profile: str = "generic"
     balloons: BalloonRule = field(default_factory=BalloonRule)
+    pool_labels: tuple[str, ...] = ()
+    """Node labels that name a node's pool on this cluster, tried in order before the managed
+    services' own (GKE, EKS, Karpenter, AKS, OKE, ...: ``collectors.kubernetes.decode``
+    ``POOL_LABELS``): an on-premises cluster's convention, such as ``acme.com/pool``."""
     list_deadline_seconds: float = 900.0
     """The most one list may take, all its pages, retries and waits included; past it the
     collection fails (and never holds the writer lock meanwhile: the lock is taken to load)."""
@@ -734,6 +738,7 @@ def _validate(
         max_backoff_seconds=k8s.number("max_backoff_seconds", float, 30.0, minimum=0, maximum=600),
         topology_profile=k8s.get("topology_profile", str, "generic"),
         balloons=balloons,
+        pool_labels=tuple(k8s.strings("pool_labels", ())),
         list_deadline_seconds=k8s.number(
             "list_deadline_seconds", float, 900.0, minimum=1, maximum=86_400
         ),

@@ -249,6 +249,7 @@ def write_settings(settings: Settings, clusters: Sequence[ClusterSettings], path
         "max_retries",
         "max_backoff_seconds",
         "topology_profile",
+        "pool_labels",
     ):
         lines.append(f"{key} = {_toml(getattr(k8s, key))}")
     lines += ["", "[kubernetes.balloons]"]

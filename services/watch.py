@@ -115,9 +115,8 @@ class WatchService:
         self.publish_every_seconds = publish_every_seconds
         self.on_commit = on_commit
         profile = topology_profile or settings.kubernetes.topology_profile
-        self.context = DecodeContext(
-            balloons=settings.kubernetes.balloons,
-            topology_levels=settings.topology_levels(profile),
+        self.context = DecodeContext.from_settings(
+            settings.kubernetes, settings.topology_levels(profile)
         )
         self.session_id = f"watch-{uuid.uuid4()}"
         self.summary = WatchSummary(cluster, self.session_id)

@@ -281,6 +281,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from simulator.kubernetes import SimulatedCluster
     from simulator.telemetry import TelemetryServer
     from simulator.world import build_world
+    from simulator.world.catalog import POOL_LABEL
 
     if args.nodes > 7500:
         raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
@@ -300,6 +301,12 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     # the simulated Prometheus's present is the world's: the same world serves the same
     # samples, however much later a rerun asks
     present = world.now.timestamp()
+    # the simulated nodes name their pool with the simulator's own label, as an on-premises
+    # cluster names it with its own: the demo configures it as such a cluster's owner would
+    if not settings.kubernetes.pool_labels:
+        settings = replace(
+            settings, kubernetes=replace(settings.kubernetes, pool_labels=(POOL_LABEL,))
+        )
     with (
         SimulatedCluster(world, tls=True) as cluster,
         TelemetryServer(world, clock=lambda: present) as telemetry,

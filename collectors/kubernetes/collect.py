@@ -121,7 +121,7 @@ def collect_cluster(
     ``moment`` observes the ``Date`` header of the first list's first response: the
     snapshot's moment by the API server's clock (``collectors.kubernetes.moment``).
     """
-    context = DecodeContext(balloons=settings.balloons, topology_levels=topology_levels)
+    context = DecodeContext.from_settings(settings, topology_levels)
     lister = lister or Lister(settings)
     records: list[ListRecord] = []
     try:

@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 import pyarrow as pa
 
-from annex.settings import BalloonRule
+from annex.settings import BalloonRule, KubernetesSettings
 from collectors.kubernetes import objects, schema
 from collectors.kubernetes.balloons import BALLOON, WORKLOAD, is_balloon
 from collectors.kubernetes.phases import is_counted, is_queued, is_terminal
@@ -67,6 +67,19 @@ class DecodeContext:
 
     balloons: BalloonRule = field(default_factory=BalloonRule)
     topology_levels: tuple[tuple[str, ...], ...] = ()
+    pool_labels: tuple[str, ...] = POOL_LABELS
+    """The labels naming a node's pool, first wins: the settings' own, then ``POOL_LABELS``."""
+
+    @classmethod
+    def from_settings(
+        cls, settings: KubernetesSettings, topology_levels: tuple[tuple[str, ...], ...] = ()
+    ) -> DecodeContext:
+        """The rules ``settings`` give (balloons, pool labels) and a topology profile's levels."""
+        return cls(
+            balloons=settings.balloons,
+            topology_levels=topology_levels,
+            pool_labels=tuple(dict.fromkeys(settings.pool_labels + POOL_LABELS)),
+        )
 
 
 @dataclass(frozen=True)
@@ -334,7 +347,7 @@ class NodeDecoder(ResourceDecoder[objects.Node]):
             _timestamps([m.creation_timestamp for m in metas]),
             _timestamps([m.deletion_timestamp for m in metas]),
             _labels(labels),
-            pa.array([_first_label(lab, POOL_LABELS) for lab in labels], pa.string()),
+            pa.array([_first_label(lab, self.context.pool_labels) for lab in labels], pa.string()),
             pa.array([_first_label(lab, INSTANCE_TYPE_LABELS) for lab in labels], pa.string()),
             pa.array([lab.get(GPU_PRODUCT_LABEL) for lab in labels], pa.string()),
             pa.array([_gpu_memory_bytes(lab) for lab in labels], pa.int64()),

@@ -391,7 +391,7 @@ class ResourceHistory:
         self.resource = resource(table)
         self.settings = settings
         self.options = options or WatchOptions()
-        self.context = context or DecodeContext(balloons=settings.balloons)
+        self.context = context or DecodeContext.from_settings(settings)
         self.sleep = sleep
         self.clock = clock
         self.streaming = self.options.streaming_list != "never"

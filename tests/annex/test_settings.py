@@ -274,3 +274,16 @@ def test_retention_keeps_more_telemetry_than_a_collection_reads(tmp_path: Path) 
     with pytest.raises(ConfigError, match=r"retention\.telemetry_days") as caught:
         load_settings(write(tmp_path, text), env={})
     assert "telemetry.window_seconds" in str(caught.value)
+
+
+def test_pool_labels_are_read_and_written_for_dagster(tmp_path: Path) -> None:
+    from pipelines.execution import write_settings
+
+    settings = load_settings(
+        write(tmp_path, '[kubernetes]\npool_labels = ["acme.com/pool"]\n'), env={}
+    )
+    assert settings.kubernetes.pool_labels == ("acme.com/pool",)
+    again = load_settings(write_settings(settings, (), tmp_path / "dagster.toml"), env={})
+    assert again.kubernetes.pool_labels == ("acme.com/pool",)
+    with pytest.raises(ConfigError, match="pool_labels"):
+        load_settings(write(tmp_path, '[kubernetes]\npool_labels = [""]\n'), env={})

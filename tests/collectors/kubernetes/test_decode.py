@@ -9,7 +9,7 @@ from datetime import datetime
 import msgspec
 import pytest
 
-from annex.settings import TOPOLOGY_PRESETS, BalloonRule
+from annex.settings import TOPOLOGY_PRESETS, BalloonRule, KubernetesSettings
 from collectors.kubernetes import schema
 from collectors.kubernetes.decode import (
     DecodeContext,
@@ -102,6 +102,24 @@ def test_node_page():
 
     assert cpu["gpu_capacity"] == 0 and cpu["gpu_resources"] == []
     assert cpu["gpu_product"] == ""  # an empty label is kept as the API says
+
+
+@pytest.mark.parametrize(
+    ("labels", "pool_labels", "expected"),
+    [
+        ({"acme.com/pool": "train-a"}, (), None),  # not a convention annex knows
+        ({"acme.com/pool": "train-a"}, ("acme.com/pool",), "train-a"),
+        # the configured label wins over a managed service's own
+        ({"acme.com/pool": "train-a", "karpenter.sh/nodepool": "k"}, ("acme.com/pool",), "train-a"),
+        ({"karpenter.sh/nodepool": "k"}, ("acme.com/pool",), "k"),  # the others still count
+    ],
+)
+def test_node_pool_from_the_configured_labels_first(labels, pool_labels, expected):
+    settings = KubernetesSettings(pool_labels=pool_labels)
+    decoder = NodeDecoder(DecodeContext.from_settings(settings, TOPOLOGY_PRESETS["generic"]))
+    decoded = decoder.decode(page("NodeList", [t.node("n-1", labels=labels)]))
+    batch, rejected = decoder.build(decoded, 0)
+    assert rejected == [] and batch.to_pylist()[0]["pool"] == expected
 
 
 def test_pod_page_classifies_and_applies_pod_requests():
