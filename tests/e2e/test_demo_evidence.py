@@ -165,3 +165,11 @@ def test_the_demo_has_lived_a_month(demo_twice: tuple[Path, dict]) -> None:
         month + timedelta(days=i) for i in range((present.date() - month).days)
     ]
     assert [d for d in days if capacity.get(d, 0) <= 0] == []
+    # every node names its pool (the demo configures the simulator's pool label, as the owner of
+    # an on-premises cluster configures theirs): no day's capacity lands in pool "unknown"
+    unknown = {
+        day
+        for day, pool, capacity_gpu_hours, *_ in fleet
+        if pool == "unknown" and capacity_gpu_hours
+    }
+    assert sorted(d for d in days if d in unknown) == []
