@@ -64,6 +64,7 @@ COLUMNS = {
         "own_compute_flop", "cumulative_compute_flop", "energy_mwh", "energy_measured_share",
         "threshold", "threshold_flop", "status", "notification_due",
     ],
+    "raw_samples_past_retention": ["day", "gpu_uuid", "samples", "mean_value"],
 }  # fmt: skip
 """The columns each query of the guide returns, in order: what its paragraph explains."""
 
