@@ -94,6 +94,12 @@ RESOURCES: tuple[Resource, ...] = (
     # claims that hold them; older API servers do not serve the group and are skipped.
     Resource("resource_slices", "/apis/resource.k8s.io/v1/resourceslices", DRA_DISCOVERY_PATH),
     Resource("resource_claims", "/apis/resource.k8s.io/v1/resourceclaims", DRA_DISCOVERY_PATH),
+    # what a pending pod's claims will request before the claim exists (its GPU demand)
+    Resource(
+        "resource_claim_templates",
+        "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+        DRA_DISCOVERY_PATH,
+    ),
 )
 """What annex reads, in order. deploy/rbac.yaml grants exactly these (a test checks)."""
 
