@@ -786,9 +786,7 @@ class ResourceClaimTemplateDecoder(ResourceDecoder[objects.ResourceClaimTemplate
             pa.array([m.name for m in metas], pa.string()),
             pa.array([m.resource_version for m in metas], pa.string()),
             _timestamps([m.creation_timestamp for m in metas]),
-            _list_of_structs(
-                [_device_requests(t.spec.spec) for t in items], schema.DEVICE_REQUEST
-            ),
+            _list_of_structs([_device_requests(t.spec.spec) for t in items], schema.DEVICE_REQUEST),
         ]
 
 

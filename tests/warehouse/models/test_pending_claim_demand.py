@@ -94,7 +94,8 @@ def test_pending_pods_demand_counts_their_claims(warehouse, pod_uid, expected) -
     rows = query(
         warehouse,
         "SELECT device_plugin_gpus, dra_gpus, dra_mig_slices, dra_all_requests, "
-        f"unresolved_claims, pending_gpus FROM marts.pending_gpu_demand WHERE pod_uid = '{pod_uid}'",
+        "unresolved_claims, pending_gpus FROM marts.pending_gpu_demand "
+        f"WHERE pod_uid = '{pod_uid}'",
     )
     assert rows == [expected]
 
