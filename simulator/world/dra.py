@@ -263,6 +263,7 @@ class _Dra:
                 "train-queued", [{"name": "gpus", "resourceClaimTemplateName": template}]
             )
             shared = self._direct_claim("inference", "shared-queued-gpus", GPU_CLASS, 2)
+            shared["metadata"]["resourceVersion"] = str(self.build.next_rv())
             for _ in range(2):
                 self._pending_pod(
                     "shared-queued",
@@ -272,6 +273,7 @@ class _Dra:
             exactly = every["spec"]["devices"]["requests"][0]["exactly"]
             exactly["allocationMode"] = "All"
             del exactly["count"]
+            every["metadata"]["resourceVersion"] = str(self.build.next_rv())
             self._pending_pod(
                 "all-gpus-queued",
                 [{"name": "all", "resourceClaimName": every["metadata"]["name"]}],
