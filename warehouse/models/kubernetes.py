@@ -12,7 +12,8 @@ Tables (created by ``migrations/0002_kubernetes.sql``, every core/marts column c
   resource_flavors}`` (``migrations/0025_kueue.sql``): current state, merged like ``core.jobs``.
 * ``audit.kubernetes_lists``: each list of each collection (snapshot RV, consistency, latency).
 * ``marts.node_gpu_capacity``, ``marts.fleet_gpu_by_{model,pool,domain,namespace}``,
-  ``marts.fleet_summary``.
+  ``marts.fleet_summary``, ``marts.pending_gpu_demand`` (pending pods' GPUs, DRA claims included;
+  ``migrations/0033_pending_claim_demand.sql``).
 
 The staging tables' columns are the collector's Arrow field names (a test checks both agree);
 the merge is plain SQL in ``kubernetes_merge.sql``. The four "current state" tables share one
