@@ -2,8 +2,8 @@
 
 ``collect_cluster`` lists nodes, pods, jobs, priority classes and events, Kueue's
 Workloads, ClusterQueues, LocalQueues and ResourceFlavors where the API server serves
-kueue.x-k8s.io (``kueue``), and DRA's ResourceSlices and ResourceClaims where it serves
-resource.k8s.io/v1, one cluster-scope paged list per resource, one after another
+kueue.x-k8s.io (``kueue``), and DRA's ResourceSlices, ResourceClaims and ResourceClaimTemplates
+where it serves resource.k8s.io/v1, one cluster-scope paged list per resource, one after another
 (never per-node lists: reference "server friendliness"), and yields one
 ``(table, RecordBatch)`` per page as it arrives, so that memory stays bounded by the page size
 whatever the cluster size. Records it cannot use go to ``("rejected", batch)``; a final
@@ -94,6 +94,12 @@ RESOURCES: tuple[Resource, ...] = (
     # claims that hold them; older API servers do not serve the group and are skipped.
     Resource("resource_slices", "/apis/resource.k8s.io/v1/resourceslices", DRA_DISCOVERY_PATH),
     Resource("resource_claims", "/apis/resource.k8s.io/v1/resourceclaims", DRA_DISCOVERY_PATH),
+    # what a pending pod's claims will request before the claim exists (its GPU demand)
+    Resource(
+        "resource_claim_templates",
+        "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+        DRA_DISCOVERY_PATH,
+    ),
 )
 """What annex reads, in order. deploy/rbac.yaml grants exactly these (a test checks)."""
 

@@ -456,7 +456,46 @@ class PodDecoder(ResourceDecoder[objects.Pod]):
             pa.array([is_queued(sp.node_name, st.phase) for sp, st in pairs], pa.bool_()),
             pa.array(balloon, pa.bool_()),
             pa.array([BALLOON if b else WORKLOAD for b in balloon], pa.string()),
+            _list_of_structs([_claim_sources(p) for p in items], schema.CLAIM_SOURCE),
         ]
+
+
+def _claim_sources(pod: objects.Pod) -> list[tuple[str, str | None, str | None]]:
+    """(pod_claim, claim_name, claim_template_name) per ``spec.resourceClaims[]`` entry; a
+    template entry's claim is the one ``status.resourceClaimStatuses`` names (once created)."""
+    entries = pod.spec.resource_claims
+    if not entries:
+        return []
+    generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses or ()}
+    return [
+        (
+            e.name,
+            e.resource_claim_name or generated.get(e.name),
+            e.resource_claim_template_name,
+        )
+        for e in entries
+    ]
+
+
+def _device_requests(spec: objects.ResourceClaimSpec) -> list[tuple[Any, ...]]:
+    """(request, device_class_name, allocation_mode, device_count) per device request.
+
+    ``firstAvailable`` lists alternatives in the user's order of preference: the first is taken
+    (the scheduler's first choice; which one it allocates shows in the claim's results).
+    ``allocationMode: All`` has no count: NULL, never a guess.
+    """
+    rows: list[tuple[Any, ...]] = []
+    for request in (spec.devices.requests if spec.devices else None) or ():
+        choice: objects.ExactDeviceRequest | objects.DeviceSubRequest | None = request.exactly
+        if choice is None and request.first_available:
+            choice = request.first_available[0]
+        if choice is None:
+            rows.append((request.name, None, None, None))
+            continue
+        mode = choice.allocation_mode or "ExactCount"
+        count = None if mode == "All" else (choice.count if choice.count is not None else 1)
+        rows.append((request.name, choice.device_class_name or None, mode, count))
+    return rows
 
 
 _NOT_GPU = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
@@ -724,6 +763,30 @@ class ResourceClaimDecoder(ResourceDecoder[objects.ResourceClaim]):
             pa.array([s.allocation is not None for s in statuses], pa.bool_()),
             _list_of_structs(results, schema.DRA_RESULT),
             pa.array(reserved, pa.list_(pa.string())),
+            _list_of_structs([_device_requests(c.spec) for c in items], schema.DEVICE_REQUEST),
+        ]
+
+
+class ResourceClaimTemplateDecoder(ResourceDecoder[objects.ResourceClaimTemplate]):
+    """ResourceClaimTemplates: the devices each claim made from the template will request (a
+    pending pod's demand before the resourceclaim controller has created its claim)."""
+
+    table = "resource_claim_templates"
+    list_type = objects.ResourceClaimTemplateList
+    item_type = objects.ResourceClaimTemplate
+    arrow_schema = schema.RESOURCE_CLAIM_TEMPLATES
+
+    def columns(
+        self, items: list[objects.ResourceClaimTemplate], extras: list[Any]
+    ) -> list[pa.Array]:
+        metas = [t.metadata for t in items]
+        return [
+            pa.array([m.uid for m in metas], pa.string()),
+            pa.array([m.namespace for m in metas], pa.string()),
+            pa.array([m.name for m in metas], pa.string()),
+            pa.array([m.resource_version for m in metas], pa.string()),
+            _timestamps([m.creation_timestamp for m in metas]),
+            _list_of_structs([_device_requests(t.spec.spec) for t in items], schema.DEVICE_REQUEST),
         ]
 
 
@@ -735,6 +798,7 @@ DECODERS: dict[str, type[ResourceDecoder[Any]]] = {
     "events": EventDecoder,
     "resource_slices": ResourceSliceDecoder,
     "resource_claims": ResourceClaimDecoder,
+    "resource_claim_templates": ResourceClaimTemplateDecoder,
 }
 
 

@@ -105,6 +105,21 @@ class Container(_Struct):
     restart_policy: str | None = None
 
 
+class PodResourceClaim(_Struct):
+    """``spec.resourceClaims[]``: a claim the pod uses, named directly or made from a template."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodResourceClaimStatus(_Struct):
+    """``status.resourceClaimStatuses[]``: the claim generated for a template entry."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodSpec(_Struct):
     node_name: str | None = None
     scheduler_name: str | None = None
@@ -114,6 +129,7 @@ class PodSpec(_Struct):
     containers: list[Container] = []
     init_containers: list[Container] | None = None
     overhead: dict[str, Quantity] | None = None
+    resource_claims: list[PodResourceClaim] | None = None
 
 
 class Terminated(_Struct):
@@ -136,6 +152,7 @@ class PodStatus(_Struct):
     start_time: str | None = None
     conditions: list[Condition] | None = None
     container_statuses: list[ContainerStatus] | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
 
 
 class Pod(_Struct):
@@ -308,14 +325,60 @@ class ResourceClaimStatus(_Struct):
     reserved_for: list[ResourceClaimConsumerReference] | None = None
 
 
+class DeviceSubRequest(_Struct):
+    """A ``firstAvailable`` alternative (resource.k8s.io/v1 DeviceSubRequest)."""
+
+    name: str = ""
+    device_class_name: str = ""
+    allocation_mode: str | None = None
+    count: int | None = None
+
+
+class ExactDeviceRequest(_Struct):
+    device_class_name: str = ""
+    allocation_mode: str | None = None
+    count: int | None = None
+
+
+class DeviceRequest(_Struct):
+    """``spec.devices.requests[]``: exactly one of ``exactly`` and ``firstAvailable`` is set."""
+
+    name: str = ""
+    exactly: ExactDeviceRequest | None = None
+    first_available: list[DeviceSubRequest] | None = None
+
+
+class DeviceClaim(_Struct):
+    requests: list[DeviceRequest] | None = None
+
+
+class ResourceClaimSpec(_Struct):
+    devices: DeviceClaim | None = None
+
+
 class ResourceClaim(_Struct):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
     status: ResourceClaimStatus = msgspec.field(default_factory=ResourceClaimStatus)
 
 
 class ResourceClaimList(_Struct):
     metadata: ListMeta = msgspec.field(default_factory=ListMeta)
     items: list[ResourceClaim] = []
+
+
+class ResourceClaimTemplateSpec(_Struct):
+    spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
+
+
+class ResourceClaimTemplate(_Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ResourceClaimTemplateSpec = msgspec.field(default_factory=ResourceClaimTemplateSpec)
+
+
+class ResourceClaimTemplateList(_Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[ResourceClaimTemplate] = []
 
 
 # --- for salvaging a page that does not fit the structs ----------------------------------------

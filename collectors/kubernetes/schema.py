@@ -84,6 +84,17 @@ NODES = pa.schema(
     ]
 )
 
+CLAIM_SOURCE = pa.struct(
+    [
+        ("pod_claim", pa.string()),
+        ("claim_name", pa.string()),
+        ("claim_template_name", pa.string()),
+    ]
+)
+"""One ``spec.resourceClaims[]`` entry of a pod: its name in the pod, the ResourceClaim it
+names (``resourceClaimName``, or for a template entry the claim generated for the pod, from
+``status.resourceClaimStatuses``: NULL until created) and the ResourceClaimTemplate, if any."""
+
 PODS = pa.schema(
     [
         ("pod_uid", pa.string()),
@@ -114,6 +125,7 @@ PODS = pa.schema(
         ("queued", pa.bool_()),
         ("is_balloon", pa.bool_()),
         ("category", pa.string()),
+        ("claim_sources", pa.list_(CLAIM_SOURCE)),
         ("list_attempt", pa.int32()),
     ]
 )
@@ -221,6 +233,18 @@ DRA_RESULT = pa.struct(
 )
 """One allocated device of a ResourceClaim (``status.allocation.devices.results[]``)."""
 
+DEVICE_REQUEST = pa.struct(
+    [
+        ("request", pa.string()),
+        ("device_class_name", pa.string()),
+        ("allocation_mode", pa.string()),
+        ("device_count", pa.int64()),
+    ]
+)
+"""One ``spec.devices.requests[]`` entry of a claim or template: ``exactly``, or the first of
+``firstAvailable`` (the scheduler's first choice); ``allocation_mode`` ExactCount (default) or
+All; ``device_count`` NULL for All (the count is unknown until allocated)."""
+
 RESOURCE_CLAIMS = pa.schema(
     [
         ("claim_uid", pa.string()),
@@ -232,6 +256,19 @@ RESOURCE_CLAIMS = pa.schema(
         ("allocated", pa.bool_()),
         ("results", pa.list_(DRA_RESULT)),
         ("reserved_for_pod_uids", pa.list_(pa.string())),
+        ("device_requests", pa.list_(DEVICE_REQUEST)),
+        ("list_attempt", pa.int32()),
+    ]
+)
+
+RESOURCE_CLAIM_TEMPLATES = pa.schema(
+    [
+        ("claim_template_uid", pa.string()),
+        ("namespace", pa.string()),
+        ("claim_template_name", pa.string()),
+        ("resource_version", pa.string()),
+        ("creation_timestamp", TIMESTAMP),
+        ("device_requests", pa.list_(DEVICE_REQUEST)),
         ("list_attempt", pa.int32()),
     ]
 )
@@ -369,6 +406,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "kueue_resource_flavors": KUEUE_RESOURCE_FLAVORS,
     "resource_slices": RESOURCE_SLICES,
     "resource_claims": RESOURCE_CLAIMS,
+    "resource_claim_templates": RESOURCE_CLAIM_TEMPLATES,
     "rejected": REJECTED,
     "lists": LISTS,
 }

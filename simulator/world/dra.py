@@ -19,6 +19,11 @@ What it builds (pools from `catalog.FEATURE_POOLS["dra"]`; none advertises nvidi
   devices; pods claiming 2 whole GPUs, 1g.10gb and 3g.40gb devices (`mig.nvidia.com`).
 - gb200-dra: one training Job per NVL72 rack (18 trays) with a ComputeDomain spanning its
   nodes; each pod claims its node's 4 GPUs and the domain's IMEX channel.
+- pending DRA demand (where h100-dra has nodes): a pod naming a template whose claim the
+  resourceclaim controller has not created yet (2 GPUs), two pods sharing one unallocated
+  direct claim (2 GPUs, one demand), and a pod whose claim asks for All GPUs of its class
+  (`simulator.world.truth.pending_dra_demand`). Built last, from their own random stream, so
+  the rest of the world is what it was without them.
 Ground truth: one `GpuHolding(mechanism="dra")` per pod and GPU device of its claims; a claim
 reserved for k pods gives each 1/k of its devices.
 """
@@ -26,6 +31,7 @@ reserved for k pods gives each 1/k of its devices.
 from __future__ import annotations
 
 import copy
+import random
 from datetime import timedelta
 
 from simulator.world.activity import dcgm_model_name
@@ -84,6 +90,8 @@ def add_dra(build: FeatureBuild) -> None:
     dra.h100(build.slots.get("h100-dra", []))
     dra.mig(build.slots.get("a100-dra-mig", []))
     dra.gb200(build.slots.get("gb200-dra", []))
+    if build.slots.get("h100-dra"):
+        dra.pending()
 
 
 class _Dra:
@@ -242,6 +250,66 @@ class _Dra:
     def gb200(self, slots: list[NodeSlot]) -> None:
         for start in range(0, len(slots), RACK):
             self._training(slots[start : start + RACK], 4, channel=True)
+
+    def pending(self) -> None:
+        """Pods waiting for GPUs they ask for only through DRA claims (none is allocated)."""
+        ids = self.ids
+        main = ids.rng
+        ids.rng = random.Random(f"pending-dra-{len(self.world.nodes)}")
+        try:
+            template = self._template("inference", "train-queued-gpus", GPU_CLASS, 2)
+            # the controller has not created its claim yet: no resourceClaimStatuses
+            self._pending_pod(
+                "train-queued", [{"name": "gpus", "resourceClaimTemplateName": template}]
+            )
+            shared = self._direct_claim("inference", "shared-queued-gpus", GPU_CLASS, 2)
+            shared["metadata"]["resourceVersion"] = str(self.build.next_rv())
+            for _ in range(2):
+                self._pending_pod(
+                    "shared-queued",
+                    [{"name": "shared", "resourceClaimName": shared["metadata"]["name"]}],
+                )
+            every = self._direct_claim("inference", "all-gpus-queued", GPU_CLASS, 0)
+            exactly = every["spec"]["devices"]["requests"][0]["exactly"]
+            exactly["allocationMode"] = "All"
+            del exactly["count"]
+            every["metadata"]["resourceVersion"] = str(self.build.next_rv())
+            self._pending_pod(
+                "all-gpus-queued",
+                [{"name": "all", "resourceClaimName": every["metadata"]["name"]}],
+            )
+        finally:
+            ids.rng = main
+
+    def _pending_pod(self, app: str, claims: list[dict]) -> dict:
+        owner = self.build.placement._replicaset(app, "inference")
+        plan = PodPlan(
+            namespace="inference",
+            name=self.ids.unique(f"{owner['name']}-"),
+            generate_name=f"{owner['name']}-",
+            containers=[
+                _claiming(
+                    container(
+                        "worker",
+                        "docker.io/vllm/vllm-openai:v0.6.3",
+                        requests={"cpu": "4", "memory": "32Gi"},
+                        limits={"memory": "32Gi"},
+                    ),
+                    [c["name"] for c in claims],
+                )
+            ],
+            created=self.now - timedelta(minutes=self.ids.rng.uniform(5, 90)),
+            node=None,
+            labels={"app": app, "app.kubernetes.io/component": "inference"},
+            owner=owner,
+            priority_class="inference",
+            tolerations=GPU_TOLERATIONS,
+            resource_claims=claims,
+            unschedulable_message=(
+                f"0/{len(self.world.nodes)} nodes are available: cannot allocate all claims."
+            ),
+        )
+        return self.build.add_pod(plan)
 
     # ---- objects ------------------------------------------------------------------------
 

@@ -18,6 +18,11 @@ A GPU's shares never add up to more than 1 (`shares / shares_per_gpu` summed per
 advertises and how (`sharing`: "none", "time-slicing", "mps", "hami"; `allocation`:
 "device-plugin" or "dra" for nodes that advertise no GPU extended resource).
 
+`pending_dra_demand(world)`: per pending pod (Pending, no node) that names DRA claims, the
+GPUs they ask for: whole GPUs (class gpu.nvidia.com) and MIG devices (mig.nvidia.com) of its
+unallocated claims, or of its templates before their claims exist; a claim named by k pending
+pods gives each 1/k; an allocationMode All request is counted apart (`all_requests`).
+
 `queued_workloads(world)`: each Kueue Workload's state and times (created, admitted,
 evicted, finished); `queue_quotas(world)`: per ClusterQueue and flavor, nominal quota,
 borrowing limit, GPUs used and borrowed. Both empty unless the world was built with "kueue".
@@ -96,6 +101,84 @@ def node_gpus(world: World) -> dict[str, NodeGpus]:
     return result
 
 
+@dataclass(frozen=True)
+class PendingDraDemand:
+    """GPUs one pending pod asks for through its DRA claims (none allocated yet)."""
+
+    namespace: str
+    pod: str
+    gpus: float
+    mig_devices: float
+    all_requests: int
+
+
+_GPU_CLASSES = {"gpu.nvidia.com": "gpu", "mig.nvidia.com": "mig"}
+
+
+def pending_dra_demand(world: World) -> list[PendingDraDemand]:
+    """Every pending pod naming DRA claims, sorted by (namespace, pod)."""
+    claims = {(c["metadata"]["namespace"], c["metadata"]["name"]): c for c in world.resource_claims}
+    templates = {
+        (t["metadata"]["namespace"], t["metadata"]["name"]): t
+        for t in world.resource_claim_templates
+    }
+    pending = [
+        p
+        for p in world.pods
+        if not p["spec"].get("nodeName")
+        and p["status"].get("phase", "Pending") == "Pending"
+        and p["spec"].get("resourceClaims")
+    ]
+    sharers: dict[tuple[str, str], int] = {}
+    resolved: list[tuple[dict, list[tuple[tuple[str, str] | None, dict]]]] = []
+    for pod in pending:
+        namespace = pod["metadata"]["namespace"]
+        generated = {
+            s["name"]: s.get("resourceClaimName")
+            for s in pod["status"].get("resourceClaimStatuses", [])
+        }
+        specs: list[tuple[tuple[str, str] | None, dict]] = []
+        for entry in pod["spec"]["resourceClaims"]:
+            name = entry.get("resourceClaimName") or generated.get(entry["name"])
+            if name is not None:
+                claim = claims[(namespace, name)]
+                if claim.get("status", {}).get("allocation"):
+                    continue  # its devices are held already
+                key = (namespace, name)
+                sharers[key] = sharers.get(key, 0) + 1
+                specs.append((key, claim["spec"]))
+            else:
+                template = templates[(namespace, entry["resourceClaimTemplateName"])]
+                specs.append((None, template["spec"]["spec"]))
+        resolved.append((pod, specs))
+    demand = []
+    for pod, specs in resolved:
+        totals = {"gpu": 0.0, "mig": 0.0}
+        every = 0
+        for key, spec in specs:
+            k = sharers[key] if key is not None else 1
+            for request in spec["devices"]["requests"]:
+                exactly = request.get("exactly") or request["firstAvailable"][0]
+                kind = _GPU_CLASSES.get(exactly["deviceClassName"])
+                if kind is None:
+                    continue
+                if exactly.get("allocationMode", "ExactCount") == "All":
+                    every += 1
+                else:
+                    totals[kind] += exactly.get("count", 1) / k
+        demand.append(
+            PendingDraDemand(
+                pod["metadata"]["namespace"],
+                pod["metadata"]["name"],
+                totals["gpu"],
+                totals["mig"],
+                every,
+            )
+        )
+    demand.sort(key=lambda d: (d.namespace, d.pod))
+    return demand
+
+
 def queued_workloads(world: World) -> list[QueuedWorkload]:
     return list(world.queued_workloads)
 
@@ -104,4 +187,12 @@ def queue_quotas(world: World) -> list[QueueQuota]:
     return list(world.queue_quotas)
 
 
-__all__ = ["NodeGpus", "gpu_holdings", "node_gpus", "queue_quotas", "queued_workloads"]
+__all__ = [
+    "NodeGpus",
+    "PendingDraDemand",
+    "gpu_holdings",
+    "node_gpus",
+    "pending_dra_demand",
+    "queue_quotas",
+    "queued_workloads",
+]

@@ -58,12 +58,11 @@ def listed() -> set[tuple[str, str]]:
 
 
 def followed() -> set[tuple[str, str]]:
-    """What `annex watch` follows: WATCHED, plus the optional groups' lists (Kueue, DRA)."""
-    return {
-        _attributes(r.api_path)
-        for r in RESOURCES
-        if r.table in WATCHED or r.discovery_path is not None
-    }
+    """What `annex watch` follows: WATCHED (the Kueue and DRA lists in it where served).
+
+    ResourceClaimTemplates are listed by the snapshot only (a pending pod's claim demand
+    before its claim exists): list, never watch."""
+    return {_attributes(r.api_path) for r in RESOURCES if r.table in WATCHED}
 
 
 def required() -> set[Grant]:
@@ -74,6 +73,8 @@ def test_the_rule_covers_the_new_resources() -> None:
     """The derived sets hold what issue 38 added (a guard on the derivation itself)."""
     assert ("resource.k8s.io", "resourceslices", "watch") in required()
     assert ("resource.k8s.io", "resourceclaims", "list") in required()
+    assert ("resource.k8s.io", "resourceclaimtemplates", "list") in required()
+    assert ("resource.k8s.io", "resourceclaimtemplates", "watch") not in required()
     assert ("kueue.x-k8s.io", "workloads", "watch") in required()
     assert ("", "pods", "watch") in required()
     assert ("scheduling.k8s.io", "priorityclasses", "watch") not in required()

@@ -28,7 +28,22 @@ pods AS (
     LEFT JOIN node_shares AS s ON s.cluster = p.cluster AND s.node_name = p.node_name
     LEFT JOIN dra AS d ON d.cluster = p.cluster AND d.pod_uid = p.pod_uid
     WHERE p.present
-)
+),
+pending AS (
+    -- device-plugin requests plus GPUs of unallocated DRA claims (marts.pending_gpu_demand)
+    SELECT
+        cluster, namespace,
+        count(*) FILTER (WHERE len(gpu_requests) > 0 OR dra_gpus > 0 OR dra_mig_slices > 0
+                         OR dra_all_requests > 0) AS queued_gpu_pods,
+        CAST(round(sum(pending_gpus)) AS BIGINT) AS queued_gpus,
+        CAST(round(sum(dra_gpus)) AS BIGINT) AS queued_dra_gpus,
+        CAST(round(sum(device_plugin_mig_slices + dra_mig_slices)) AS BIGINT) AS queued_mig_slices,
+        CAST(sum(dra_all_requests) AS BIGINT) AS queued_dra_all_requests
+    FROM marts.pending_gpu_demand
+    JOIN core.pods USING (cluster, pod_uid, namespace)
+    GROUP BY cluster, namespace
+),
+summed AS (
 SELECT
     cluster,
     namespace,
@@ -44,15 +59,21 @@ SELECT
         lambda x: x.gpus)), 0) + held_dra_mig_slices) FILTER (WHERE counted) AS BIGINT), 0)
         AS mig_slices_allocated,
     count(*) FILTER (WHERE queued) AS queued_pods,
-    count(*) FILTER (WHERE queued AND len(gpu_requests) > 0) AS queued_gpu_pods,
-    coalesce(CAST(sum(gpus) FILTER (WHERE queued) AS BIGINT), 0) AS queued_gpus,
-    coalesce(CAST(sum(list_sum(list_transform(
-        list_filter(gpu_requests, lambda x: starts_with(x.resource_name, 'nvidia.com/mig-')),
-        lambda x: x.gpus))) FILTER (WHERE queued) AS BIGINT), 0) AS queued_mig_slices,
     count(*) FILTER (WHERE node_name IS NULL AND nominated_node_name IS NOT NULL)
         AS nominated_pods
 FROM pods
-GROUP BY cluster, namespace;
+GROUP BY cluster, namespace
+)
+SELECT
+    s.* EXCLUDE (nominated_pods),
+    coalesce(q.queued_gpu_pods, 0) AS queued_gpu_pods,
+    coalesce(q.queued_gpus, 0) AS queued_gpus,
+    coalesce(q.queued_mig_slices, 0) AS queued_mig_slices,
+    s.nominated_pods,
+    coalesce(q.queued_dra_gpus, 0) AS queued_dra_gpus,
+    coalesce(q.queued_dra_all_requests, 0) AS queued_dra_all_requests
+FROM summed AS s
+LEFT JOIN pending AS q USING (cluster, namespace);
 
 COMMENT ON VIEW marts.fleet_gpu_by_namespace IS
     'Per cluster and namespace: GPUs held now (workload vs balloon) and the queued demand, from the pods present in the latest snapshot. Whole GPUs are nvidia.com/gpu requests (a time-sliced or MPS replica as 1/replicas of a GPU, a HAMi request as gpucores percent) plus GPU devices of DRA claims (core.gpu_allocations, mechanism dra); MIG slices are counted separately.';
@@ -75,10 +96,14 @@ COMMENT ON COLUMN marts.fleet_gpu_by_namespace.mig_slices_allocated IS
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.queued_pods IS
     'Pods waiting to be scheduled (Pending, not bound).';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.queued_gpu_pods IS
-    'Of those, pods requesting any GPU-like resource.';
+    'Of those, pods requesting any GPU-like resource, through their containers or DRA claims.';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.queued_gpus IS
-    'nvidia.com/gpu requested by queued pods: pending demand.';
+    'Whole GPUs queued pods ask for: nvidia.com/gpu requests plus GPUs of their unallocated DRA claims (marts.pending_gpu_demand; a claim shared by pending pods counted once): pending demand.';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.queued_mig_slices IS
-    'MIG slices requested by queued pods.';
+    'MIG slices requested by queued pods (nvidia.com/mig-* requests and MIG devices of their DRA claims).';
+COMMENT ON COLUMN marts.fleet_gpu_by_namespace.queued_dra_gpus IS
+    'Of queued_gpus, those asked for through DRA claims or claim templates (class gpu.nvidia.com).';
+COMMENT ON COLUMN marts.fleet_gpu_by_namespace.queued_dra_all_requests IS
+    'DRA GPU requests of queued pods with allocationMode All (every matching device: a count unknown until allocated, in no GPU figure).';
 COMMENT ON COLUMN marts.fleet_gpu_by_namespace.nominated_pods IS
     'Unbound pods nominated for a node (waiting for a preemption); they hold nothing yet.';

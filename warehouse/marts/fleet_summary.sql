@@ -49,10 +49,19 @@ pods AS (
         count(*) FILTER (WHERE counted) AS pods_counted,
         count(*) FILTER (WHERE counted AND len(gpu_requests) > 0) AS gpu_pods_counted,
         count(*) FILTER (WHERE counted AND is_balloon) AS balloon_pods,
-        count(*) FILTER (WHERE queued) AS queued_pods,
-        coalesce(CAST(sum(gpus) FILTER (WHERE queued) AS BIGINT), 0) AS queued_gpus
+        count(*) FILTER (WHERE queued) AS queued_pods
     FROM core.pods
     WHERE present
+    GROUP BY cluster
+),
+pending AS (
+    -- device-plugin requests plus GPUs of unallocated DRA claims (marts.pending_gpu_demand)
+    SELECT
+        cluster,
+        CAST(round(sum(pending_gpus)) AS BIGINT) AS queued_gpus,
+        CAST(round(sum(dra_gpus)) AS BIGINT) AS queued_dra_gpus,
+        CAST(sum(dra_all_requests) AS BIGINT) AS queued_dra_all_requests
+    FROM marts.pending_gpu_demand
     GROUP BY cluster
 )
 SELECT
@@ -75,7 +84,9 @@ SELECT
     coalesce(p.gpu_pods_counted, 0) AS gpu_pods_counted,
     coalesce(p.balloon_pods, 0) AS balloon_pods,
     coalesce(p.queued_pods, 0) AS queued_pods,
-    coalesce(p.queued_gpus, 0) AS queued_gpus,
+    coalesce(q.queued_gpus, 0) AS queued_gpus,
+    coalesce(q.queued_dra_gpus, 0) AS queued_dra_gpus,
+    coalesce(q.queued_dra_all_requests, 0) AS queued_dra_all_requests,
     l.collection_id AS last_collection_id,
     l.started_at AS last_collected_at,
     coalesce(s.consistent, false) AS snapshot_consistent
@@ -83,6 +94,7 @@ FROM last_collection AS l
 LEFT JOIN nodes AS n USING (cluster)
 LEFT JOIN gpus AS g USING (cluster)
 LEFT JOIN pods AS p USING (cluster)
+LEFT JOIN pending AS q USING (cluster)
 LEFT JOIN snapshot AS s USING (cluster);
 
 COMMENT ON VIEW marts.fleet_summary IS
@@ -126,7 +138,11 @@ COMMENT ON COLUMN marts.fleet_summary.balloon_pods IS
 COMMENT ON COLUMN marts.fleet_summary.queued_pods IS
     'Pods waiting to be scheduled (Pending, not bound).';
 COMMENT ON COLUMN marts.fleet_summary.queued_gpus IS
-    'nvidia.com/gpu requested by queued pods.';
+    'Whole GPUs queued pods ask for: nvidia.com/gpu requests plus GPUs of their unallocated DRA claims (marts.pending_gpu_demand; a claim shared by pending pods counted once), rounded.';
+COMMENT ON COLUMN marts.fleet_summary.queued_dra_gpus IS
+    'Of queued_gpus, those asked for through DRA claims or claim templates (class gpu.nvidia.com).';
+COMMENT ON COLUMN marts.fleet_summary.queued_dra_all_requests IS
+    'DRA GPU requests of queued pods with allocationMode All (every matching device: a count unknown until allocated, in no GPU figure).';
 COMMENT ON COLUMN marts.fleet_summary.last_collection_id IS
     'The latest successful Kubernetes collection of the cluster (audit.collections).';
 COMMENT ON COLUMN marts.fleet_summary.last_collected_at IS

@@ -2,17 +2,18 @@
 
 Tables (created by ``migrations/0002_kubernetes.sql``, every core/marts column commented):
 
-* ``raw.kubernetes_{nodes,pods,jobs,priority_classes,events,resource_slices,resource_claims}``:
-  kept fields, a row per change.
+* ``raw.kubernetes_{nodes,pods,jobs,priority_classes,events,resource_slices,resource_claims,
+  resource_claim_templates}``: kept fields, a row per change.
 * ``core.nodes`` (slowly changing: ``valid_from``/``valid_to``), ``core.node_gpu_resources``,
-  ``core.pods``, ``core.jobs``, ``core.priority_classes``, ``core.events``, ``core.dra_claims``
-  (current state per object, ``present``/``vanished_at``), ``core.dra_devices`` (DRA devices,
-  slowly changing), ``core.gpu_allocations`` (intervals).
+  ``core.pods``, ``core.jobs``, ``core.priority_classes``, ``core.events``, ``core.dra_claims``,
+  ``core.dra_claim_templates`` (current state per object, ``present``/``vanished_at``),
+  ``core.dra_devices`` (DRA devices, slowly changing), ``core.gpu_allocations`` (intervals).
 * ``raw.kubernetes_kueue_*`` and ``core.kueue_{workloads,cluster_queues,local_queues,
   resource_flavors}`` (``migrations/0025_kueue.sql``): current state, merged like ``core.jobs``.
 * ``audit.kubernetes_lists``: each list of each collection (snapshot RV, consistency, latency).
 * ``marts.node_gpu_capacity``, ``marts.fleet_gpu_by_{model,pool,domain,namespace}``,
-  ``marts.fleet_summary``.
+  ``marts.fleet_summary``, ``marts.pending_gpu_demand`` (pending pods' GPUs, DRA claims included;
+  ``migrations/0033_pending_claim_demand.sql``).
 
 The staging tables' columns are the collector's Arrow field names (a test checks both agree);
 the merge is plain SQL in ``kubernetes_merge.sql``. The four "current state" tables share one
@@ -37,10 +38,14 @@ CURRENT_STATE_TABLES: dict[str, str] = {
     "kueue_local_queues": "local_queue_uid",
     "kueue_resource_flavors": "resource_flavor_uid",
     "resource_claims": "claim_uid",
+    "resource_claim_templates": "claim_template_uid",
 }
 """Tables kept as one current row per object: table name -> key column."""
 
-CORE_NAMES: dict[str, str] = {"resource_claims": "dra_claims"}
+CORE_NAMES: dict[str, str] = {
+    "resource_claims": "dra_claims",
+    "resource_claim_templates": "dra_claim_templates",
+}
 """Current-state tables whose core name is not the collector's (docs/naming.md); their raw
 table keeps the collector's: ``raw.kubernetes_resource_claims`` -> ``core.dra_claims``."""
 

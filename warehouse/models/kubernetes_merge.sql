@@ -288,6 +288,7 @@ DROP TABLE k8s_snapshot_kueue_cluster_queues;
 DROP TABLE k8s_snapshot_kueue_local_queues;
 DROP TABLE k8s_snapshot_kueue_resource_flavors;
 DROP TABLE k8s_snapshot_resource_claims;
+DROP TABLE k8s_snapshot_resource_claim_templates;
 DROP TABLE k8s_snapshot_resource_slices;
 DROP TABLE k8s_snapshot_dra_devices;
 DROP TABLE k8s_dra_holdings;

@@ -64,6 +64,7 @@ CREATE TEMP TABLE stage_pods (
     queued BOOLEAN,
     is_balloon BOOLEAN,
     category VARCHAR,
+    claim_sources STRUCT(pod_claim VARCHAR, claim_name VARCHAR, claim_template_name VARCHAR)[],
     list_attempt INTEGER
 );
 
@@ -170,6 +171,21 @@ CREATE TEMP TABLE stage_resource_claims (
     allocated BOOLEAN,
     results STRUCT(request VARCHAR, driver VARCHAR, dra_pool VARCHAR, device VARCHAR)[],
     reserved_for_pod_uids VARCHAR[],
+    device_requests STRUCT(
+        request VARCHAR, device_class_name VARCHAR, allocation_mode VARCHAR,
+        device_count BIGINT)[],
+    list_attempt INTEGER
+);
+
+CREATE TEMP TABLE stage_resource_claim_templates (
+    claim_template_uid VARCHAR,
+    namespace VARCHAR,
+    claim_template_name VARCHAR,
+    resource_version VARCHAR,
+    creation_timestamp TIMESTAMP,
+    device_requests STRUCT(
+        request VARCHAR, device_class_name VARCHAR, allocation_mode VARCHAR,
+        device_count BIGINT)[],
     list_attempt INTEGER
 );
 

@@ -294,6 +294,7 @@ def test_schemas_cover_every_yielded_table():
         "kueue_resource_flavors",
         "resource_slices",
         "resource_claims",
+        "resource_claim_templates",
         "rejected",
         "lists",
     }

@@ -106,9 +106,12 @@ def test_role_grants_nothing_the_collector_does_not_read():
 
 
 def test_dra_is_read_with_list_and_watch_on_exactly_slices_and_claims():
-    """resource.k8s.io: ResourceSlices and ResourceClaims only (no DeviceClasses, templates or
-    DeviceTaintRules: annex does not read them), read-only."""
-    (rule,) = [r for r in role_rules() if "resource.k8s.io" in r["apiGroups"]]
-    assert rule["apiGroups"] == ["resource.k8s.io"]
-    assert sorted(rule["resources"]) == ["resourceclaims", "resourceslices"]
-    assert {"list", "watch"} <= set(rule["verbs"]) <= {"get", "list", "watch"}
+    """resource.k8s.io: ResourceSlices and ResourceClaims listed and watched, and
+    ResourceClaimTemplates (pending pods' claim demand) listed only; no DeviceClasses or
+    DeviceTaintRules (annex decides GPU classes by name), read-only."""
+    rules = [r for r in role_rules() if "resource.k8s.io" in r["apiGroups"]]
+    assert all(r["apiGroups"] == ["resource.k8s.io"] for r in rules)
+    verbs = {res: set(r["verbs"]) for r in rules for res in r["resources"]}
+    assert sorted(verbs) == ["resourceclaims", "resourceclaimtemplates", "resourceslices"]
+    assert verbs["resourceclaims"] == verbs["resourceslices"] == {"list", "watch"}
+    assert verbs["resourceclaimtemplates"] == {"list"}
