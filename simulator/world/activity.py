@@ -37,6 +37,14 @@ Rules:
   the first between 10 and 50 minutes before `world.now` (inside a one-hour collection
   window), the others 1-48 h before it.
 - `exporter_generation`: per node pool (`EXPORTER_GENERATIONS`, default "4.8").
+- `past`: where the world has a history (`world.history`, a `WorldHistory`), the GPU's
+  holdings before `since`: the history's past GPU pods (earlier pods, and the present's
+  finished ones while they ran), each from its `startTime` to its end, take devices by the
+  assignment rule above among the past pods running at the same time (the present pods start
+  after the earlier ones end). Clipped to end by `since` (by `world.now` for a GPU free at
+  the present: it is free again after its last past holding); none on shared-GPU nodes or
+  for unavailable GPUs. Between holdings the GPU is "free". Without a history `past` is
+  empty and everything above is unchanged.
 """
 
 from __future__ import annotations
@@ -74,6 +82,18 @@ _LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
+class PastHolding:
+    """A pod of the world's history holding a GPU from `begin` to `end` (epoch seconds)."""
+
+    begin: float
+    end: float
+    role: str  # one of ROLES, by the same rule as the present's
+    pod: str
+    namespace: str
+    container: str
+
+
+@dataclass(frozen=True)
 class GpuActivity:
     """One physical GPU's state over the world's recent history (see the module docstring)."""
 
@@ -87,6 +107,8 @@ class GpuActivity:
     driver_loaded_at: float  # epoch seconds: the energy counter counts from here
     exporter_generation: str  # "4.8" | "4.9"
     driver_version: str
+    # the holdings of the world's history before `since`, ascending and disjoint (see above)
+    past: tuple[PastHolding, ...] = ()
 
 
 def gpu_activity(world: World) -> list[GpuActivity]:
@@ -151,6 +173,7 @@ def _compute(world: World) -> list[GpuActivity]:
         _feature_holders(world, holders)
     degraded = _cached(world, "degraded", _degraded)
     loaded = _driver_loads(by_node, created, driver_pods, world.seed, now)
+    past = _past_holdings(world, by_node)
 
     result = []
     for gpu in world.gpus:
@@ -182,9 +205,62 @@ def _compute(world: World) -> list[GpuActivity]:
                 driver_loaded_at=loaded[gpu.node],
                 exporter_generation=generation,
                 driver_version=DRIVER_VERSION,
+                past=_before(past.get(gpu.uuid), now if role == "free" else since)
+                if gpu.healthy
+                else (),
             )
         )
     return result
+
+
+def _past_holdings(world: World, by_node: dict[str, list[Gpu]]) -> dict[str, list[PastHolding]]:
+    """GPU UUID -> the holdings of the history's past GPU pods (the rule, per moment)."""
+    history = getattr(world, "history", None)
+    if history is None:
+        return {}
+    spans_by_node: dict[str, list[tuple[float, float, tuple]]] = {}
+    for position, (node, pod, begin, end) in enumerate(history.past_gpu_pods):
+        if node not in by_node or node in world.gpu_sharing or end <= begin:
+            continue
+        spec = pod["spec"]
+        need = gpu_need(spec["containers"], spec.get("initContainers", []), spec.get("overhead"))
+        if need:
+            entry = (pod["metadata"]["creationTimestamp"], position, pod, need)
+            spans_by_node.setdefault(node, []).append((begin, end, entry))
+    out: dict[str, list[PastHolding]] = {}
+    for node, spans in spans_by_node.items():
+        devices = _devices(
+            by_node[node], _POOL_STRATEGY.get(world.node_pools.get(node, ""), "none")
+        )
+        cuts = sorted({t for begin, end, _ in spans for t in (begin, end)})
+        for lo, hi in zip(cuts, cuts[1:], strict=False):
+            entries = [e for begin, end, e in spans if begin <= lo and end >= hi]
+            if not entries:
+                continue
+            holders: dict[str, _Holder] = {}
+            _take(sorted(entries, key=lambda e: (e[0], e[1])), devices, holders, None)
+            for uuid, h in holders.items():
+                held = out.setdefault(uuid, [])
+                last = held[-1] if held else None
+                if last is not None and last.end == lo and (last.pod, last.namespace) == (
+                    h.pod,
+                    h.namespace,
+                ):
+                    held[-1] = PastHolding(last.begin, hi, last.role, h.pod, h.namespace, last.container)
+                else:
+                    held.append(PastHolding(lo, hi, h.role, h.pod, h.namespace, h.container))
+    return out
+
+
+def _before(held: list[PastHolding] | None, since: float) -> tuple[PastHolding, ...]:
+    """`held` ending by `since` (the present's holding takes over then)."""
+    if not held:
+        return ()
+    return tuple(
+        h if h.end <= since else PastHolding(h.begin, since, h.role, h.pod, h.namespace, h.container)
+        for h in held
+        if h.begin < since
+    )
 
 
 def device_plugin_assignments(world: World) -> list[tuple[dict, Gpu]]:
@@ -243,26 +319,37 @@ def _assign(
         devices = _devices(
             by_node[node], _POOL_STRATEGY.get(world.node_pools.get(node, ""), "none")
         )
-        taken = dict.fromkeys(devices, 0)
-        for _created, _position, pod, need in entries:
-            role = _role(pod)
-            since = _epoch(pod["status"].get("startTime") or pod["metadata"]["creationTimestamp"])
-            containers = _container_per_device(pod["spec"], sum(need.values()))
-            slot = 0
-            for resource, amount in sorted(need.items()):
-                pool = devices.get(resource, [])
-                start = taken.get(resource, 0)
-                for gpu in pool[start : start + amount]:
-                    name = containers[min(slot, len(containers) - 1)]
-                    slot += 1
-                    if record is not None:
-                        record.append((pod, gpu))
-                    if gpu.uuid not in holders or holders[gpu.uuid].since > since:
-                        holders[gpu.uuid] = _Holder(
-                            role, since, pod["metadata"]["name"], pod["metadata"]["namespace"], name
-                        )
-                taken[resource] = start + amount
+        _take(entries, devices, holders, record)
     return holders, driver_pods
+
+
+def _take(
+    entries: list[tuple[str, int, dict, dict[str, int]]],
+    devices: dict[str, list[Gpu]],
+    holders: dict[str, _Holder],
+    record: list[tuple[dict, Gpu]] | None,
+) -> None:
+    """One node's pods (in creation order) take consecutive devices; the earliest-started
+    pod on a GPU's devices holds it."""
+    taken = dict.fromkeys(devices, 0)
+    for _created, _position, pod, need in entries:
+        role = _role(pod)
+        since = _epoch(pod["status"].get("startTime") or pod["metadata"]["creationTimestamp"])
+        containers = _container_per_device(pod["spec"], sum(need.values()))
+        slot = 0
+        for resource, amount in sorted(need.items()):
+            pool = devices.get(resource, [])
+            start = taken.get(resource, 0)
+            for gpu in pool[start : start + amount]:
+                name = containers[min(slot, len(containers) - 1)]
+                slot += 1
+                if record is not None:
+                    record.append((pod, gpu))
+                if gpu.uuid not in holders or holders[gpu.uuid].since > since:
+                    holders[gpu.uuid] = _Holder(
+                        role, since, pod["metadata"]["name"], pod["metadata"]["namespace"], name
+                    )
+            taken[resource] = start + amount
 
 
 def _feature_holders(world: World, holders: dict[str, _Holder]) -> None:
@@ -400,6 +487,7 @@ __all__ = [
     "EXPORTER_GENERATIONS",
     "ROLES",
     "GpuActivity",
+    "PastHolding",
     "dcgm_model_name",
     "degraded_gpus",
     "gpu_activity",

@@ -84,7 +84,16 @@ class WorldHistory:
         self.start = self.now - days * DAY
         self.rng = random.Random(f"annex-simulator-history:{world.seed}:{days}")
         self.lifecycles: list[Lifecycle] = []
+        # (node, the pod as it ran, started, ended): every pod of the past that ran on a node
+        # and no longer runs at the present (earlier pods, the present's finished ones); what
+        # the GPUs' past activity is computed from (simulator.world.activity)
+        self.past_gpu_pods: list[tuple[str, dict, float, float]] = []
         self._build()
+        # the world's telemetry reads its past from here: attach it, and let the activity
+        # (cached per world) be computed again with it
+        world.history = self
+        if world.activity_cache:
+            world.activity_cache.pop("activity", None)
 
     # ---- reads --------------------------------------------------------------------
 
@@ -181,7 +190,11 @@ class WorldHistory:
             finished = _finished(pod)
             started = epoch(status.get("startTime"))
             if finished is not None and started is not None and finished > appears:
-                states = [(appears, _pod_running(pod)), (finished, pod)]
+                running = _pod_running(pod)
+                states = [(appears, running), (finished, pod)]
+                node = pod["spec"].get("nodeName")
+                if node and finished > started and _gpu_pod(pod):
+                    self.past_gpu_pods.append((node, running, started, finished))
         return Lifecycle("pods", appears, None, states)
 
     def _job(self, job: dict, appears: float) -> Lifecycle:
@@ -264,6 +277,7 @@ class WorldHistory:
         pod["spec"]["nodeName"] = node
         started = begin + self.rng.randint(5, 120)
         running = _pod_running(pod, started)
+        self.past_gpu_pods.append((node, running, float(int(started)), end))
         balloon = metadata["namespace"].startswith("capacity")
         if balloon:
             return Lifecycle("pods", begin, end, [(begin, running)])
