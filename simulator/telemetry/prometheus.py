@@ -290,43 +290,25 @@ def build_catalog(
         host = host_label(generation, node_pools.get(node))
         target = target_labels(node, node_ips.get(node))
         since = signals.since
-        spans = _spans(activity, since)
+        if activity.pod:  # a label change starts a new series
+            spans = [(-math.inf, since, False), (since, math.inf, True)]
+        else:
+            spans = [(-math.inf, math.inf, False)]
         for exported in GENERATIONS[generation]:
             if not signals.has(exported.canonical):
                 continue
             field_spans = spans
             if signals.unavailable and exported.canonical != "xid_errors":
-                field_spans = [(-math.inf, since, False, None)]  # only XID 79 after it fell off
+                field_spans = [(-math.inf, since, False)]  # only XID 79 after it fell off
             for mig in entities(activity, exported.canonical):
-                for start, stop, workload, held in field_spans:
+                for start, stop, workload in field_spans:
                     labels = stored_labels(
-                        gpu_labels(activity, host, workload=workload, mig=mig, held=held), target
+                        gpu_labels(activity, host, workload=workload, mig=mig), target
                     )
                     series = StoredSeries(exported.name, labels, signals, exported, start, stop)
                     series.metric = {"__name__": exported.name, **labels}
                     catalog.setdefault(exported.name, []).append(series)
     return catalog
-
-
-def _spans(
-    activity: GpuActivity, since: float
-) -> list[tuple[float, float, bool, PastHolding | None]]:
-    """(start, stop, workload, past holder) of one GPU's series: a label change (a pod
-    starting or ending, in the past or at ``since``) starts a new series."""
-    spans: list[tuple[float, float, bool, PastHolding | None]] = []
-    start = -math.inf
-    for held in activity.past:
-        if held.begin > start:
-            spans.append((start, held.begin, False, None))
-        spans.append((held.begin, held.end, False, held))
-        start = held.end
-    if activity.pod:
-        if since > start:
-            spans.append((start, since, False, None))
-        spans.append((since, math.inf, True, None))
-    else:
-        spans.append((start, math.inf, False, None))
-    return spans
 
 
 def select(catalog: dict[str, list[StoredSeries]], selector: Selector) -> list[StoredSeries]:

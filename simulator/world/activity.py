@@ -54,7 +54,8 @@ import random
 import threading
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import chain
+from itertools import chain, pairwise
+from typing import NamedTuple
 
 from simulator.world.catalog import DRIVER, POOLS
 from simulator.world.model import Gpu, World
@@ -81,8 +82,7 @@ _POOL_STRATEGY = {pool.name: pool.mig_strategy for pool in POOLS}
 _LOCK = threading.Lock()
 
 
-@dataclass(frozen=True)
-class PastHolding:
+class PastHolding(NamedTuple):
     """A pod of the world's history holding a GPU from `begin` to `end` (epoch seconds)."""
 
     begin: float
@@ -214,53 +214,88 @@ def _compute(world: World) -> list[GpuActivity]:
 
 
 def _past_holdings(world: World, by_node: dict[str, list[Gpu]]) -> dict[str, list[PastHolding]]:
-    """GPU UUID -> the holdings of the history's past GPU pods (the rule, per moment)."""
+    """GPU UUID -> the holdings of the history's past GPU pods (the rule, per moment).
+
+    On a node whose past pods ran one after another (the history's earlier pods), each ran
+    alone, so it took the first devices: computed once per template (its copies share spec and
+    labels), and one holding shared by the GPUs it took. Where past pods overlapped (the
+    present's finished pods), the rule is applied between each start and end."""
     history = getattr(world, "history", None)
     if history is None:
         return {}
-    spans_by_node: dict[str, list[tuple[float, float, tuple]]] = {}
-    for position, (node, pod, begin, end) in enumerate(history.past_gpu_pods):
-        if node not in by_node or node in world.gpu_sharing or end <= begin:
-            continue
-        spec = pod["spec"]
-        need = gpu_need(spec["containers"], spec.get("initContainers", []), spec.get("overhead"))
-        if need:
-            entry = (pod["metadata"]["creationTimestamp"], position, pod, need)
-            spans_by_node.setdefault(node, []).append((begin, end, entry))
+    spans_by_node: dict[str, list[tuple[float, float, int, dict, tuple[str, str]]]] = {}
+    for position, (node, pod, begin, end, template) in enumerate(history.past_gpu_pods):
+        if node in by_node and node not in world.gpu_sharing and end > begin:
+            spans_by_node.setdefault(node, []).append((begin, end, position, pod, template))
     out: dict[str, list[PastHolding]] = {}
     for node, spans in spans_by_node.items():
+        spans.sort(key=lambda span: (span[0], span[2]))
         devices = _devices(
             by_node[node], _POOL_STRATEGY.get(world.node_pools.get(node, ""), "none")
         )
-        cuts = sorted({t for begin, end, _ in spans for t in (begin, end)})
-        for lo, hi in zip(cuts, cuts[1:], strict=False):
-            entries = [e for begin, end, e in spans if begin <= lo and end >= hi]
-            if not entries:
-                continue
-            holders: dict[str, _Holder] = {}
-            _take(sorted(entries, key=lambda e: (e[0], e[1])), devices, holders, None)
-            for uuid, h in holders.items():
-                held = out.setdefault(uuid, [])
-                last = held[-1] if held else None
-                if last is not None and last.end == lo and (last.pod, last.namespace) == (
-                    h.pod,
-                    h.namespace,
-                ):
-                    held[-1] = PastHolding(last.begin, hi, last.role, h.pod, h.namespace, last.container)
-                else:
-                    held.append(PastHolding(lo, hi, h.role, h.pod, h.namespace, h.container))
+        if all(a[1] <= b[0] for a, b in pairwise(spans)):
+            _one_at_a_time(spans, devices, out)
+        else:
+            _overlapping(spans, devices, out)
     return out
+
+
+def _entry(position: int, pod: dict) -> tuple[str, int, dict, dict[str, int]] | None:
+    spec = pod["spec"]
+    need = gpu_need(spec["containers"], spec.get("initContainers", []), spec.get("overhead"))
+    return (pod["metadata"]["creationTimestamp"], position, pod, need) if need else None
+
+
+def _one_at_a_time(spans: list, devices: dict[str, list[Gpu]], out: dict) -> None:
+    # template -> (role, container, the holdings lists of the GPUs it takes with that container)
+    alone: dict[tuple[str, str], list[tuple[str, str, list[list[PastHolding]]]]] = {}
+    for begin, end, position, pod, template in spans:
+        taken = alone.get(template)
+        if taken is None:
+            entry = _entry(position, pod)
+            holders: dict[str, _Holder] = {}
+            if entry is not None:
+                _take([entry], devices, holders, None)
+            groups: dict[tuple[str, str], list[list[PastHolding]]] = {}
+            for uuid, h in holders.items():
+                groups.setdefault((h.role, h.container), []).append(out.setdefault(uuid, []))
+            taken = alone[template] = [(r, c, lists) for (r, c), lists in groups.items()]
+        metadata = pod["metadata"]
+        for role, container, lists in taken:
+            held = PastHolding(begin, end, role, metadata["name"], metadata["namespace"], container)
+            for holdings in lists:
+                holdings.append(held)
+
+
+def _overlapping(spans: list, devices: dict[str, list[Gpu]], out: dict) -> None:
+    entries = [(begin, end, _entry(position, pod)) for begin, end, position, pod, _ in spans]
+    cuts = sorted({t for begin, end, _ in entries for t in (begin, end)})
+    for lo, hi in pairwise(cuts):
+        running = [e for begin, end, e in entries if e is not None and begin <= lo and end >= hi]
+        if not running:
+            continue
+        holders: dict[str, _Holder] = {}
+        _take(sorted(running, key=lambda e: (e[0], e[1])), devices, holders, None)
+        for uuid, h in holders.items():
+            held = out.setdefault(uuid, [])
+            last = held[-1] if held else None
+            if (
+                last is not None
+                and last.end == lo
+                and last[3:] == (h.pod, h.namespace, h.container)
+            ):
+                held[-1] = last._replace(end=hi)
+            else:
+                held.append(PastHolding(lo, hi, h.role, h.pod, h.namespace, h.container))
 
 
 def _before(held: list[PastHolding] | None, since: float) -> tuple[PastHolding, ...]:
     """`held` ending by `since` (the present's holding takes over then)."""
     if not held:
         return ()
-    return tuple(
-        h if h.end <= since else PastHolding(h.begin, since, h.role, h.pod, h.namespace, h.container)
-        for h in held
-        if h.begin < since
-    )
+    if held[-1].end <= since:
+        return tuple(held)
+    return tuple(h if h.end <= since else h._replace(end=since) for h in held if h.begin < since)
 
 
 def device_plugin_assignments(world: World) -> list[tuple[dict, Gpu]]:
