@@ -247,8 +247,11 @@ def _entry(position: int, pod: dict) -> tuple[str, int, dict, dict[str, int]] | 
 
 
 def _one_at_a_time(spans: list, devices: dict[str, list[Gpu]], out: dict) -> None:
-    # template -> (role, container, the holdings lists of the GPUs it takes with that container)
-    alone: dict[tuple[str, str], list[tuple[str, str, list[list[PastHolding]]]]] = {}
+    """Past pods of one node that never overlapped: each took the first devices alone. The
+    GPUs a template's copies took with one container share one list of holdings."""
+    # template -> [(role, container, shared holdings)]; GPU -> the shared lists it is in
+    alone: dict[tuple[str, str], list[tuple[str, str, list[PastHolding]]]] = {}
+    member: dict[str, list[list[PastHolding]]] = {}
     for begin, end, position, pod, template in spans:
         taken = alone.get(template)
         if taken is None:
@@ -256,15 +259,22 @@ def _one_at_a_time(spans: list, devices: dict[str, list[Gpu]], out: dict) -> Non
             holders: dict[str, _Holder] = {}
             if entry is not None:
                 _take([entry], devices, holders, None)
-            groups: dict[tuple[str, str], list[list[PastHolding]]] = {}
+            groups: dict[tuple[str, str], list[PastHolding]] = {}
             for uuid, h in holders.items():
-                groups.setdefault((h.role, h.container), []).append(out.setdefault(uuid, []))
-            taken = alone[template] = [(r, c, lists) for (r, c), lists in groups.items()]
+                shared = groups.get((h.role, h.container))
+                if shared is None:
+                    shared = groups[(h.role, h.container)] = []
+                member.setdefault(uuid, []).append(shared)
+            taken = alone[template] = [(r, c, shared) for (r, c), shared in groups.items()]
         metadata = pod["metadata"]
-        for role, container, lists in taken:
-            held = PastHolding(begin, end, role, metadata["name"], metadata["namespace"], container)
-            for holdings in lists:
-                holdings.append(held)
+        name, namespace = metadata["name"], metadata["namespace"]
+        for role, container, shared in taken:
+            shared.append(PastHolding(begin, end, role, name, namespace, container))
+    for uuid, lists in member.items():
+        if len(lists) == 1:
+            out[uuid] = lists[0]
+        else:
+            out[uuid] = sorted(h for shared in lists for h in shared)
 
 
 def _overlapping(spans: list, devices: dict[str, list[Gpu]], out: dict) -> None:
