@@ -298,6 +298,9 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         f"(seed {args.seed}, {describe(features)})"
     ):
         world = build_world(nodes=args.nodes, seed=args.seed, now=clock, features=features)
+        # its past, built once: the replay serves its objects, and the telemetry server reads
+        # the GPUs' past holdings from it (`world.history`), so the past's samples agree
+        history = _world_history(world, args.history_days)
     # the simulated Prometheus's present is the world's: the same world serves the same
     # samples, however much later a rerun asks
     present = world.now.timestamp()
@@ -327,9 +330,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
             f"collecting the cluster's past ({plural(args.history_days, 'day')}, one snapshot "
             f"every {HISTORY_STEP_HOURS} hours at its simulated time)"
         ):
-            replayed = _replay_history(
-                settings, world, cluster, target, days=args.history_days, quiet=args.quiet
-            )
+            replayed = _replay_history(settings, history, cluster, target, quiet=args.quiet)
         if replayed:
             print(f"collected {plural(replayed, 'snapshot')} of the cluster's past")
         config = args.out / "annex.toml"
@@ -415,13 +416,22 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _world_history(world: Any, days: int) -> Any:
+    """The world's past of ``days`` (a ``WorldHistory``, attached to the world as its
+    ``history``)."""
+    from simulator.world.history import WorldHistory
+
+    if days < 0:
+        raise ConfigError(f"--history-days {days} is negative: give 0 or more days")
+    return WorldHistory(world, days=days)
+
+
 def _replay_history(
     settings: Settings,
-    world: Any,
+    history: Any,
     cluster: Any,
     target: ClusterSettings,
     *,
-    days: int,
     quiet: bool,
 ) -> int:
     """Live through the world's past as a scheduled annex would have: at every
@@ -432,12 +442,9 @@ def _replay_history(
     recorded collection are skipped: a rerun on the same warehouse (the same world, the same
     moments) records nothing again. Returns how many snapshots it collected."""
     from services.inventory import collect_cluster_inventory
-    from simulator.world.history import WorldHistory
     from warehouse import Warehouse
 
-    if days < 0:
-        raise ConfigError(f"--history-days {days} is negative: give 0 or more days")
-    history = WorldHistory(world, days=days)
+    world, days = history.world, history.days
     last = _last_collected(settings, target.name)
     moments = [
         m for m in history.moments(HISTORY_STEP_HOURS) if last is None or _naive_utc(m) > last

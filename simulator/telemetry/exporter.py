@@ -36,7 +36,7 @@ from simulator.telemetry.signals import PROFILING, GpuSignals, signals_for
 from simulator.world.activity import dcgm_model_name
 
 if TYPE_CHECKING:
-    from simulator.world.activity import GpuActivity
+    from simulator.world.activity import GpuActivity, PastHolding
 
 SAMPLE_INTERVAL_SECONDS = 15.0
 """DCGM's watch cadence in the simulation: a scrape returns the sample of the last multiple
@@ -365,8 +365,10 @@ def gpu_labels(
     *,
     workload: bool,
     mig: tuple[int, str] | None = None,
+    held: PastHolding | None = None,
 ) -> list[tuple[str, str]]:
-    """The exporter's labels for one GPU (or MIG instance ``(instance id, profile)``), in order."""
+    """The exporter's labels for one GPU (or MIG instance ``(instance id, profile)``), in order;
+    with ``held`` (a pod of the world's past holding the GPU), that pod's labels."""
     gpu = activity.gpu
     labels = [
         ("gpu", str(gpu.index)),
@@ -379,13 +381,23 @@ def gpu_labels(
         labels += [("GPU_I_PROFILE", mig[1]), ("GPU_I_ID", str(mig[0]))]
     labels.append((host, gpu.node))
     labels.append((DRIVER_LABEL[activity.exporter_generation], activity.driver_version))
-    if workload and activity.pod:
+    if held is not None:
+        labels += [("container", held.container), ("namespace", held.namespace), ("pod", held.pod)]
+    elif workload and activity.pod:
         labels += [
             ("container", activity.container or ""),
             ("namespace", activity.namespace or ""),
             ("pod", activity.pod),
         ]
     return labels
+
+
+def held_at(activity: GpuActivity, t: float) -> PastHolding | None:
+    """The pod of the world's past holding the GPU at ``t``, if any."""
+    for held in activity.past:
+        if held.begin <= t < held.end:
+            return held
+    return None
 
 
 def entities(activity: GpuActivity, field: str) -> list[tuple[int, str] | None]:
@@ -420,8 +432,9 @@ def render(
                 continue
             text = exported.text(v)
             workload = s >= signals.since
+            held = held_at(activity, s) if activity.past else None
             for mig in entities(activity, exported.canonical):
-                labels = gpu_labels(activity, host, workload=workload, mig=mig)
+                labels = gpu_labels(activity, host, workload=workload, mig=mig, held=held)
                 body = ",".join(f'{k}="{escape(v)}"' for k, v in labels)
                 block.append(f"{exported.name}{{{body}}} {text}")
         if block:

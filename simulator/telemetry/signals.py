@@ -13,6 +13,11 @@ from the world alone:
   been loaded ``RELOAD_PERIOD`` earlier, and so on back, so the counter resets to zero at
   every reload: ``E(t) = integral of P from the last reload <= t to t``;
 * a GPU is "free" (no pod, idle power) before its activity's ``since`` and in its role after;
+  where the world has a history, before ``since`` it is in the role of each past pod that held
+  it (the activity's ``past``) during that pod's life and "free" between: the phases form a
+  timeline, and the energy counter integrates power across it (still exact, still reset at
+  each driver load, so monotonic between loads). A past role other than the present one
+  draws its constants from an RNG of its own, so the present's values do not move;
 * degraded GPUs: ``slow`` runs its SM clock at ~60 % with less tensor work, ``hot`` sits at
   >= 90 degC with throttled clocks, ``xid`` shows XID 13/31/48 in short windows and has
   remapped rows and ECC errors; ``unavailable`` GPUs report only XID 79 (fallen off the bus).
@@ -241,6 +246,68 @@ class GpuSignals:
         self.xid_phase = rng.uniform(0, XID_PERIOD)
         self.pcie_rate = rng.uniform(0.0, 2.0) / 86400.0  # replays per second, mostly ~0
         self._anchors: dict[tuple[bool, float], tuple[float, float, float]] = {}
+        # the phases over time where the GPU has a past: starts (ascending) and their phases
+        self._starts: list[float] = []
+        self._phases: list[_Phase] = []
+        self._cumulative: list[float] = []
+        past = getattr(activity, "past", ())
+        if past:
+            self._timeline(past)
+
+    def _timeline(self, past) -> None:
+        """Phases from the past holdings: free, each holding's role, free between, then the
+        present role from ``since``; and the energy integral at each start (the first finite
+        start is the reference: there it is zero)."""
+        starts, phases = [-math.inf], [self.free]
+        drawn: dict[str, _Phase] = {"free": self.free}
+        if self.activity.role in _ROLES:
+            drawn[self.activity.role] = self.role
+        for held in past:
+            role = held.role if held.role in _ROLES else "free"
+            phase = drawn.get(role)
+            if phase is None:
+                rng = random.Random(f"{self.activity.gpu.uuid}:past:{role}")
+                phase = drawn[role] = self._phase(role, rng)
+            if held.begin == starts[-1]:
+                phases[-1] = phase
+            else:
+                starts.append(held.begin)
+                phases.append(phase)
+            starts.append(held.end)
+            phases.append(self.free)
+        # the present role from `since`, or (a GPU free at the present) after its last holding
+        if self.since <= starts[-1]:
+            phases[-1] = self.role
+        else:
+            starts.append(self.since)
+            phases.append(self.role)
+        antiderivative = self._antiderivative
+        cumulative = [0.0, 0.0]
+        for k in range(1, len(starts) - 1):
+            ph, s0, s1 = phases[k], starts[k], starts[k + 1]
+            cumulative.append(
+                cumulative[-1]
+                + ph.power * (s1 - s0)
+                + ph.power_amp * (antiderivative(s1) - antiderivative(s0))
+            )
+        self._starts, self._phases, self._cumulative = starts, phases, cumulative
+
+    def phase_at(self, t: float) -> _Phase:
+        """The phase the GPU is in at ``t`` (its role then, or free)."""
+        if not self._starts:
+            return self.role if t >= self.since else self.free
+        return self._phases[bisect.bisect_right(self._starts, t) - 1]
+
+    def _integral(self, t: float) -> float:
+        """Energy from the timeline's reference to ``t`` (negative before it)."""
+        k = bisect.bisect_right(self._starts, t) - 1
+        ph = self._phases[k]
+        s0 = self._starts[k] if k else self._starts[1]
+        return (
+            self._cumulative[k]
+            + ph.power * (t - s0)
+            + ph.power_amp * (self._antiderivative(t) - self._antiderivative(s0))
+        )
 
     def _phase(self, role: str, rng: random.Random) -> _Phase:
         lv = _ROLES[role]
@@ -288,7 +355,7 @@ class GpuSignals:
             return None
         if self.unavailable and t >= self.since:
             return float(XID_FALLEN_OFF_BUS)
-        ph = self.role if t >= self.since else self.free
+        ph = self.phase_at(t)
         vector = _VECTOR.get(field)
         if vector is not None:  # the very arithmetic of ``values``: both agree to the bit
             return vector(self, ph, [t])[0]
@@ -304,9 +371,8 @@ class GpuSignals:
             return [None] * len(times)
         if self.unavailable:
             return [self.value(field, t) for t in times]
-        cut = bisect.bisect_left(times, self.since)
         out: list[float | None] = []
-        for ph, part in ((self.free, times[:cut]), (self.role, times[cut:])):
+        for ph, part in self._stretches(times):
             if not part:
                 continue
             vector = _VECTOR.get(field)
@@ -315,6 +381,23 @@ class GpuSignals:
             else:
                 compute = _COMPUTE[field]
                 out.extend([compute(self, ph, t) for t in part])
+        return out
+
+    def _stretches(self, times: Sequence[float]) -> list[tuple[_Phase, Sequence[float]]]:
+        """``times`` cut where the phase changes."""
+        if not self._starts:
+            cut = bisect.bisect_left(times, self.since)
+            return [(self.free, times[:cut]), (self.role, times[cut:])]
+        if not times:
+            return []
+        starts, out, lo = self._starts, [], 0
+        k = bisect.bisect_right(starts, times[0]) - 1
+        while lo < len(times):
+            following = starts[k + 1] if k + 1 < len(starts) else math.inf
+            hi = bisect.bisect_left(times, following, lo)
+            if hi > lo:
+                out.append((self._phases[k], times[lo:hi]))
+            lo, k = hi, k + 1
         return out
 
     def _ratios(self, level: float, ph: _Phase, times: Sequence[float]) -> list[float]:
@@ -351,7 +434,7 @@ class GpuSignals:
     def energy(self, t: float) -> float:
         """Joules since the last driver load at or before ``t``: the exact integral of
         ``power`` over that stretch (closed form)."""
-        return self._energies(self.role if t >= self.since else self.free, [t])[0]
+        return self._energies(self.phase_at(t), [t])[0]
 
     def _loaded_at(self, t: float) -> float:
         loaded = self.loaded
@@ -382,6 +465,13 @@ class GpuSignals:
         return hit
 
     def _energies(self, ph: _Phase, times: Sequence[float]) -> list[float]:
+        if self._starts:  # a timeline: the integral from the last load, across its phases
+            integral, base, period = self._integral, self.loaded, RELOAD_PERIOD
+            out = []
+            for t in times:
+                loaded = base if t >= base else base - period * math.ceil((base - t) / period)
+                out.append(integral(t) - integral(loaded))
+            return out
         w = self.power_wobble
         a, p, b, q = w.a, w.p, w.b, w.q
         ka, kb = 0.6 / a, 0.4 / b

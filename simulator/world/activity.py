@@ -37,6 +37,14 @@ Rules:
   the first between 10 and 50 minutes before `world.now` (inside a one-hour collection
   window), the others 1-48 h before it.
 - `exporter_generation`: per node pool (`EXPORTER_GENERATIONS`, default "4.8").
+- `past`: where the world has a history (`world.history`, a `WorldHistory`), the GPU's
+  holdings before `since`: the history's past GPU pods (earlier pods, and the present's
+  finished ones while they ran), each from its `startTime` to its end, take devices by the
+  assignment rule above among the past pods running at the same time (the present pods start
+  after the earlier ones end). Clipped to end by `since` (by `world.now` for a GPU free at
+  the present: it is free again after its last past holding); none on shared-GPU nodes or
+  for unavailable GPUs. Between holdings the GPU is "free". Without a history `past` is
+  empty and everything above is unchanged.
 """
 
 from __future__ import annotations
@@ -46,7 +54,8 @@ import random
 import threading
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import chain
+from itertools import chain, pairwise
+from typing import NamedTuple
 
 from simulator.world.catalog import DRIVER, POOLS
 from simulator.world.model import Gpu, World
@@ -73,6 +82,17 @@ _POOL_STRATEGY = {pool.name: pool.mig_strategy for pool in POOLS}
 _LOCK = threading.Lock()
 
 
+class PastHolding(NamedTuple):
+    """A pod of the world's history holding a GPU from `begin` to `end` (epoch seconds)."""
+
+    begin: float
+    end: float
+    role: str  # one of ROLES, by the same rule as the present's
+    pod: str
+    namespace: str
+    container: str
+
+
 @dataclass(frozen=True)
 class GpuActivity:
     """One physical GPU's state over the world's recent history (see the module docstring)."""
@@ -87,6 +107,8 @@ class GpuActivity:
     driver_loaded_at: float  # epoch seconds: the energy counter counts from here
     exporter_generation: str  # "4.8" | "4.9"
     driver_version: str
+    # the holdings of the world's history before `since`, ascending and disjoint (see above)
+    past: tuple[PastHolding, ...] = ()
 
 
 def gpu_activity(world: World) -> list[GpuActivity]:
@@ -151,6 +173,7 @@ def _compute(world: World) -> list[GpuActivity]:
         _feature_holders(world, holders)
     degraded = _cached(world, "degraded", _degraded)
     loaded = _driver_loads(by_node, created, driver_pods, world.seed, now)
+    past = _past_holdings(world, by_node)
 
     result = []
     for gpu in world.gpus:
@@ -182,9 +205,107 @@ def _compute(world: World) -> list[GpuActivity]:
                 driver_loaded_at=loaded[gpu.node],
                 exporter_generation=generation,
                 driver_version=DRIVER_VERSION,
+                past=_before(past.get(gpu.uuid), now if role == "free" else since)
+                if gpu.healthy
+                else (),
             )
         )
     return result
+
+
+def _past_holdings(world: World, by_node: dict[str, list[Gpu]]) -> dict[str, list[PastHolding]]:
+    """GPU UUID -> the holdings of the history's past GPU pods (the rule, per moment).
+
+    On a node whose past pods ran one after another (the history's earlier pods), each ran
+    alone, so it took the first devices: computed once per template (its copies share spec and
+    labels), and one holding shared by the GPUs it took. Where past pods overlapped (the
+    present's finished pods), the rule is applied between each start and end."""
+    history = getattr(world, "history", None)
+    if history is None:
+        return {}
+    spans_by_node: dict[str, list[tuple[float, float, int, dict, tuple[str, str]]]] = {}
+    for position, (node, pod, begin, end, template) in enumerate(history.past_gpu_pods):
+        if node in by_node and node not in world.gpu_sharing and end > begin:
+            spans_by_node.setdefault(node, []).append((begin, end, position, pod, template))
+    out: dict[str, list[PastHolding]] = {}
+    for node, spans in spans_by_node.items():
+        spans.sort(key=lambda span: (span[0], span[2]))
+        devices = _devices(
+            by_node[node], _POOL_STRATEGY.get(world.node_pools.get(node, ""), "none")
+        )
+        if all(a[1] <= b[0] for a, b in pairwise(spans)):
+            _one_at_a_time(spans, devices, out)
+        else:
+            _overlapping(spans, devices, out)
+    return out
+
+
+def _entry(position: int, pod: dict) -> tuple[str, int, dict, dict[str, int]] | None:
+    spec = pod["spec"]
+    need = gpu_need(spec["containers"], spec.get("initContainers", []), spec.get("overhead"))
+    return (pod["metadata"]["creationTimestamp"], position, pod, need) if need else None
+
+
+def _one_at_a_time(spans: list, devices: dict[str, list[Gpu]], out: dict) -> None:
+    """Past pods of one node that never overlapped: each took the first devices alone. The
+    GPUs a template's copies took with one container share one list of holdings."""
+    # template -> [(role, container, shared holdings)]; GPU -> the shared lists it is in
+    alone: dict[tuple[str, str], list[tuple[str, str, list[PastHolding]]]] = {}
+    member: dict[str, list[list[PastHolding]]] = {}
+    for begin, end, position, pod, template in spans:
+        taken = alone.get(template)
+        if taken is None:
+            entry = _entry(position, pod)
+            holders: dict[str, _Holder] = {}
+            if entry is not None:
+                _take([entry], devices, holders, None)
+            groups: dict[tuple[str, str], list[PastHolding]] = {}
+            for uuid, h in holders.items():
+                shared = groups.get((h.role, h.container))
+                if shared is None:
+                    shared = groups[(h.role, h.container)] = []
+                member.setdefault(uuid, []).append(shared)
+            taken = alone[template] = [(r, c, shared) for (r, c), shared in groups.items()]
+        metadata = pod["metadata"]
+        name, namespace = metadata["name"], metadata["namespace"]
+        for role, container, shared in taken:
+            shared.append(PastHolding(begin, end, role, name, namespace, container))
+    for uuid, lists in member.items():
+        if len(lists) == 1:
+            out[uuid] = lists[0]
+        else:
+            out[uuid] = sorted(h for shared in lists for h in shared)
+
+
+def _overlapping(spans: list, devices: dict[str, list[Gpu]], out: dict) -> None:
+    entries = [(begin, end, _entry(position, pod)) for begin, end, position, pod, _ in spans]
+    cuts = sorted({t for begin, end, _ in entries for t in (begin, end)})
+    for lo, hi in pairwise(cuts):
+        running = [e for begin, end, e in entries if e is not None and begin <= lo and end >= hi]
+        if not running:
+            continue
+        holders: dict[str, _Holder] = {}
+        _take(sorted(running, key=lambda e: (e[0], e[1])), devices, holders, None)
+        for uuid, h in holders.items():
+            held = out.setdefault(uuid, [])
+            last = held[-1] if held else None
+            if (
+                last is not None
+                and last.end == lo
+                and last[3:] == (h.pod, h.namespace, h.container)
+            ):
+                held[-1] = last._replace(end=hi)
+            else:
+                held.append(PastHolding(lo, hi, h.role, h.pod, h.namespace, h.container))
+
+
+def _before(held: list[PastHolding] | None, since: float) -> tuple[PastHolding, ...]:
+    """`held` ending by `since` (the present's holding takes over then)."""
+    if not held:
+        return ()
+    if held[-1].end <= since:
+        return tuple(held)
+    return tuple(h if h.end <= since else h._replace(end=since) for h in held if h.begin < since)
 
 
 def device_plugin_assignments(world: World) -> list[tuple[dict, Gpu]]:
@@ -243,26 +364,37 @@ def _assign(
         devices = _devices(
             by_node[node], _POOL_STRATEGY.get(world.node_pools.get(node, ""), "none")
         )
-        taken = dict.fromkeys(devices, 0)
-        for _created, _position, pod, need in entries:
-            role = _role(pod)
-            since = _epoch(pod["status"].get("startTime") or pod["metadata"]["creationTimestamp"])
-            containers = _container_per_device(pod["spec"], sum(need.values()))
-            slot = 0
-            for resource, amount in sorted(need.items()):
-                pool = devices.get(resource, [])
-                start = taken.get(resource, 0)
-                for gpu in pool[start : start + amount]:
-                    name = containers[min(slot, len(containers) - 1)]
-                    slot += 1
-                    if record is not None:
-                        record.append((pod, gpu))
-                    if gpu.uuid not in holders or holders[gpu.uuid].since > since:
-                        holders[gpu.uuid] = _Holder(
-                            role, since, pod["metadata"]["name"], pod["metadata"]["namespace"], name
-                        )
-                taken[resource] = start + amount
+        _take(entries, devices, holders, record)
     return holders, driver_pods
+
+
+def _take(
+    entries: list[tuple[str, int, dict, dict[str, int]]],
+    devices: dict[str, list[Gpu]],
+    holders: dict[str, _Holder],
+    record: list[tuple[dict, Gpu]] | None,
+) -> None:
+    """One node's pods (in creation order) take consecutive devices; the earliest-started
+    pod on a GPU's devices holds it."""
+    taken = dict.fromkeys(devices, 0)
+    for _created, _position, pod, need in entries:
+        role = _role(pod)
+        since = _epoch(pod["status"].get("startTime") or pod["metadata"]["creationTimestamp"])
+        containers = _container_per_device(pod["spec"], sum(need.values()))
+        slot = 0
+        for resource, amount in sorted(need.items()):
+            pool = devices.get(resource, [])
+            start = taken.get(resource, 0)
+            for gpu in pool[start : start + amount]:
+                name = containers[min(slot, len(containers) - 1)]
+                slot += 1
+                if record is not None:
+                    record.append((pod, gpu))
+                if gpu.uuid not in holders or holders[gpu.uuid].since > since:
+                    holders[gpu.uuid] = _Holder(
+                        role, since, pod["metadata"]["name"], pod["metadata"]["namespace"], name
+                    )
+            taken[resource] = start + amount
 
 
 def _feature_holders(world: World, holders: dict[str, _Holder]) -> None:
@@ -400,6 +532,7 @@ __all__ = [
     "EXPORTER_GENERATIONS",
     "ROLES",
     "GpuActivity",
+    "PastHolding",
     "dcgm_model_name",
     "degraded_gpus",
     "gpu_activity",

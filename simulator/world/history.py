@@ -84,7 +84,18 @@ class WorldHistory:
         self.start = self.now - days * DAY
         self.rng = random.Random(f"annex-simulator-history:{world.seed}:{days}")
         self.lifecycles: list[Lifecycle] = []
+        # (node, the pod as it ran, started, ended, template): every GPU pod of the past that
+        # ran on a node and no longer runs at the present (earlier pods, the present's
+        # finished ones); the template (namespace, name) names the present pod it copies (the
+        # same spec and labels: the activity computes its devices once per template); what
+        # the GPUs' past activity is computed from (simulator.world.activity)
+        self.past_gpu_pods: list[tuple[str, dict, float, float, tuple[str, str]]] = []
         self._build()
+        # the world's telemetry reads its past from here: attach it, and let the activity
+        # (cached per world) be computed again with it
+        world.history = self
+        if world.activity_cache:
+            world.activity_cache.pop("activity", None)
 
     # ---- reads --------------------------------------------------------------------
 
@@ -181,7 +192,12 @@ class WorldHistory:
             finished = _finished(pod)
             started = epoch(status.get("startTime"))
             if finished is not None and started is not None and finished > appears:
-                states = [(appears, _pod_running(pod)), (finished, pod)]
+                running = _pod_running(pod)
+                states = [(appears, running), (finished, pod)]
+                node = pod["spec"].get("nodeName")
+                if node and finished > started and _gpu_pod(pod):
+                    key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+                    self.past_gpu_pods.append((node, running, started, finished, key))
         return Lifecycle("pods", appears, None, states)
 
     def _job(self, job: dict, appears: float) -> Lifecycle:
@@ -264,6 +280,8 @@ class WorldHistory:
         pod["spec"]["nodeName"] = node
         started = begin + self.rng.randint(5, 120)
         running = _pod_running(pod, started)
+        key = (template["metadata"]["namespace"], template["metadata"]["name"])
+        self.past_gpu_pods.append((node, running, float(int(started)), end, key))
         balloon = metadata["namespace"].startswith("capacity")
         if balloon:
             return Lifecycle("pods", begin, end, [(begin, running)])

@@ -245,6 +245,9 @@ class World:
     probe_faults: dict[str, ProbeFault] = field(default_factory=dict)
     # what simulator.world.activity computed from this world, kept so it is computed once
     activity_cache: Any = field(default=None, repr=False, compare=False)
+    # its past (simulator.world.history.WorldHistory) once one is built: the telemetry of the
+    # past then agrees with the past's pods; None: the world has only its present
+    history: Any = field(default=None, repr=False, compare=False)
 
     def objects(self) -> dict[str, list[dict]]:
         """Objects by resource plural, the way the API server serves them."""
