@@ -19,6 +19,7 @@ checksum, so editing the rule re-creates its views.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -119,10 +120,28 @@ def discover_mart_views(marts_dir: Path) -> list[MartView]:
 
     A missing folder means no living views (a test's own migrations folder). A file whose
     first statement is not ``CREATE OR REPLACE VIEW marts.<its stem>`` is an error, and so is
-    a cycle.
+    a cycle. Parsed once per process while no file in the folder changes (every warehouse open
+    asks; a demo's history opens it dozens of times).
     """
     if not marts_dir.is_dir():
         return []
+    return list(_mart_views(marts_dir, _files_signature(marts_dir, marts_dir / "macros")))
+
+
+def _files_signature(*folders: Path) -> tuple[tuple[str, str], ...]:
+    """Each ``*.sql`` file of ``folders`` with the SHA-256 of its bytes: what the parsed files
+    are cached under, so that an edited, added or removed file is read again (reading and
+    hashing them costs milliseconds; parsing them, tens)."""
+    return tuple(
+        (str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+        for folder in folders
+        if folder.is_dir()
+        for path in sorted(folder.glob("*.sql"))
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _mart_views(marts_dir: Path, signature: tuple[tuple[str, str], ...]) -> tuple[MartView, ...]:
     con = duckdb.connect()
     try:
         macros = _discover_macros(con, marts_dir / "macros")
@@ -177,7 +196,7 @@ def discover_mart_views(marts_dir: Path) -> list[MartView]:
             )
         ordered.extend(ready)
         placed.update(v.name for v in ready)
-    return ordered
+    return tuple(ordered)
 
 
 def _discover_macros(con: duckdb.DuckDBPyConnection, macros_dir: Path) -> dict[str, Path]:
@@ -254,10 +273,16 @@ def apply_mart_views(
 
 
 def discover_migrations(migrations_dir: Path | None = None) -> list[Migration]:
-    """The migrations in ``migrations_dir`` in order; a bad name, gap or duplicate is an error."""
+    """The migrations in ``migrations_dir`` in order; a bad name, gap or duplicate is an error.
+    Read once per process while no file in the folder changes."""
     directory = migrations_dir or DEFAULT_MIGRATIONS_DIR
     if not directory.is_dir():
         raise MigrationError(f"migrations folder {directory} does not exist")
+    return list(_migrations(directory, _files_signature(directory)))
+
+
+@functools.lru_cache(maxsize=8)
+def _migrations(directory: Path, signature: tuple[tuple[str, str], ...]) -> tuple[Migration, ...]:
     migrations: list[Migration] = []
     for path in sorted(directory.glob("*.sql")):
         match = _NAME.match(path.name)
@@ -291,7 +316,7 @@ def discover_migrations(migrations_dir: Path | None = None) -> list[Migration]:
                 "(migrations are numbered 0001, 0002, ... without gaps)",
                 hint=f"rename it to {expected:04d}_...sql",
             )
-    return migrations
+    return tuple(migrations)
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:

@@ -105,3 +105,23 @@ def test_main_measures_every_step_without_recording(tmp_path: Path, capsys) -> N
     assert RESULTS.read_bytes() == before
     for step in ("report 2025-11", "daily 2025-11", "compute", "floor year", "**live file**"):
         assert f"| {step} |" in out
+
+
+def test_a_year_without_its_raw_window_read_through_a_hard_link(tmp_path: Path, capsys) -> None:
+    """--raw-days 0 --link-published (a full-scale year on a small disk): the readers' file is
+    the live file's inode, no raw line or disk verdict pretends a window was measured."""
+    code = year.main(
+        [
+            *("--scale", "0.002", "--days", "3", "--raw-days", "0", "--models", "2"),
+            *("--keep", str(tmp_path), "--no-record", "--no-render", "--link-published"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    live = tmp_path / "annex.duckdb"
+    published = year._published(live)
+    assert published.stat().st_ino == live.stat().st_ino
+    assert "hard link (`--link-published`)" in out
+    assert "not built (`--raw-days 0`)" in out
+    assert "without the raw window" in out and "< 100 GB" not in out
+    assert "| compute |" in out
