@@ -51,6 +51,9 @@ DAEMON_CLASS = "compute-domain-daemon.nvidia.com"
 POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 RUN_NODES = 8  # h100-dra training runs span at most this many nodes
 RACK = 18  # GB200 NVL72: trays per NVLink domain
+VLLM = ("worker", "docker.io/vllm/vllm-openai:v0.6.3", "4", "32Gi")
+TRITON = ("server", "nvcr.io/nvidia/tritonserver:24.09-py3", "8", "64Gi")
+"""Inference servers' containers: name, image, CPU and memory requests."""
 _SEMVER_DRIVER = f"{DRIVER[0]}.{DRIVER[1]}.{int(DRIVER[2])}"
 _ARCHITECTURE = {"hopper": "Hopper", "ampere": "Ampere", "blackwell": "Blackwell"}
 
@@ -283,6 +286,23 @@ class _Dra:
 
     def _pending_pod(self, app: str, claims: list[dict]) -> dict:
         owner = self.build.placement._replicaset(app, "inference")
+        claiming = [c["name"] for c in claims]
+        return self._inference_pod(owner, app, VLLM, claiming, claims, (5 / 60, 90 / 60), None)
+
+    def _inference_pod(
+        self,
+        owner: dict,
+        app: str,
+        server: tuple[str, str, str, str],
+        claiming: list[str],
+        claims: list[dict],
+        age_hours: tuple[float, float],
+        slot: NodeSlot | None,
+    ) -> dict:
+        """One inference pod of ``owner`` (a ReplicaSet) labelled ``app``, whose container
+        ``server`` (name, image, cpu, memory) claims ``claiming`` of its ``claims``; created
+        ``age_hours`` ago (drawn after its name); pending when ``slot`` is None."""
+        name, image, cpu, memory = server
         plan = PodPlan(
             namespace="inference",
             name=self.ids.unique(f"{owner['name']}-"),
@@ -290,23 +310,25 @@ class _Dra:
             containers=[
                 _claiming(
                     container(
-                        "worker",
-                        "docker.io/vllm/vllm-openai:v0.6.3",
-                        requests={"cpu": "4", "memory": "32Gi"},
-                        limits={"memory": "32Gi"},
+                        name,
+                        image,
+                        requests={"cpu": cpu, "memory": memory},
+                        limits={"memory": memory},
                     ),
-                    [c["name"] for c in claims],
+                    claiming,
                 )
             ],
-            created=self.now - timedelta(minutes=self.ids.rng.uniform(5, 90)),
-            node=None,
+            created=self.now - timedelta(hours=self.ids.rng.uniform(*age_hours)),
+            node=slot,
             labels={"app": app, "app.kubernetes.io/component": "inference"},
             owner=owner,
             priority_class="inference",
             tolerations=GPU_TOLERATIONS,
             resource_claims=claims,
             unschedulable_message=(
-                f"0/{len(self.world.nodes)} nodes are available: cannot allocate all claims."
+                None
+                if slot
+                else f"0/{len(self.world.nodes)} nodes are available: cannot allocate all claims."
             ),
         )
         return self.build.add_pod(plan)
@@ -489,65 +511,16 @@ class _Dra:
         ):
             self._template("inference", template, device_class, count, mig)
         claims = [{"name": "gpu", "resourceClaimTemplateName": template}]
-        plan = PodPlan(
-            namespace="inference",
-            name=self.ids.unique(f"{owner['name']}-"),
-            generate_name=f"{owner['name']}-",
-            containers=[
-                _claiming(
-                    container(
-                        "server",
-                        "nvcr.io/nvidia/tritonserver:24.09-py3",
-                        requests={"cpu": "8", "memory": "64Gi"},
-                        limits={"memory": "64Gi"},
-                    ),
-                    ["gpu"],
-                )
-            ],
-            created=self.now - timedelta(hours=self.ids.rng.uniform(0.5, 200)),
-            node=slot,
-            labels={"app": app, "app.kubernetes.io/component": "inference"},
-            owner=owner,
-            priority_class="inference",
-            tolerations=GPU_TOLERATIONS,
-            resource_claims=claims,
-            unschedulable_message=(
-                None
-                if slot
-                else f"0/{len(self.world.nodes)} nodes are available: cannot allocate all claims."
-            ),
-        )
-        pod = self.build.add_pod(plan)
+        pod = self._inference_pod(owner, app, TRITON, ["gpu"], claims, (0.5, 200), slot)
         claim = self._pod_claim(pod, "gpu", template, device_class, count, mig)
         if slot is not None:
             self._allocate(claim, slot, [("gpu", GPU_DRIVER, d) for d in devices], [pod])
 
     def _shared_pod(self, slot: NodeSlot, claim: dict) -> dict:
-        owner = self.build.placement._replicaset("shared-gpu-workers", "inference")
-        plan = PodPlan(
-            namespace="inference",
-            name=self.ids.unique(f"{owner['name']}-"),
-            generate_name=f"{owner['name']}-",
-            containers=[
-                _claiming(
-                    container(
-                        "worker",
-                        "docker.io/vllm/vllm-openai:v0.6.3",
-                        requests={"cpu": "4", "memory": "32Gi"},
-                        limits={"memory": "32Gi"},
-                    ),
-                    ["shared"],
-                )
-            ],
-            created=self.now - timedelta(hours=self.ids.rng.uniform(1, 100)),
-            node=slot,
-            labels={"app": "shared-gpu-workers", "app.kubernetes.io/component": "inference"},
-            owner=owner,
-            priority_class="inference",
-            tolerations=GPU_TOLERATIONS,
-            resource_claims=[{"name": "shared", "resourceClaimName": claim["metadata"]["name"]}],
-        )
-        return self.build.add_pod(plan)
+        app = "shared-gpu-workers"
+        owner = self.build.placement._replicaset(app, "inference")
+        claims = [{"name": "shared", "resourceClaimName": claim["metadata"]["name"]}]
+        return self._inference_pod(owner, app, VLLM, ["shared"], claims, (1, 100), slot)
 
     def _direct_claim(self, namespace: str, name: str, device_class: str, count: int) -> dict:
         claim = {
