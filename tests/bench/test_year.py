@@ -8,6 +8,7 @@ import itertools
 from pathlib import Path
 
 import duckdb
+import pytest
 
 import bench.year as year
 from bench.collect_scale import RESULTS
@@ -125,3 +126,23 @@ def test_a_year_without_its_raw_window_read_through_a_hard_link(tmp_path: Path, 
     assert "not built (`--raw-days 0`)" in out
     assert "without the raw window" in out and "< 100 GB" not in out
     assert "| compute |" in out
+
+
+def test_steps_again_on_a_kept_year(tmp_path: Path, capsys) -> None:
+    """--steps-only times the steps again on the year an earlier --keep run left, unbuilt."""
+    common = ("--scale", "0.002", "--days", "3", "--models", "2", "--no-record", "--no-render")
+    assert year.main(["--raw-days", "0", "--keep", str(tmp_path), *common]) == 0
+    built = (tmp_path / "annex.duckdb").stat().st_mtime_ns
+    capsys.readouterr()
+    assert year.main(["--keep", str(tmp_path), "--steps-only", *common]) == 0
+    out = capsys.readouterr().out
+    assert "## year, steps again: 16 nodes, 128 GPUs, 3 days" in out
+    assert "| compute |" in out and "| report 2025-11 |" in out
+    assert "compute < 10 s (the refresh):" in out
+    assert "rollups, per month" not in out
+    assert (tmp_path / "annex.duckdb").stat().st_mtime_ns >= built
+
+
+def test_steps_only_needs_a_kept_year(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        year.main(["--steps-only", "--no-record"])

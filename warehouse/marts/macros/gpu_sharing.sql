@@ -35,12 +35,14 @@ CREATE OR REPLACE MACRO marts.gpu_held(held, shares, sharing_strategy, gpucores)
             THEN held * least(gpucores, 100) / 100.0
         ELSE held / coalesce(shares, 1) END;
 
--- Every GPU holding of core.gpu_allocation_history (device-plugin requests and DRA claims; HAMi's
--- nvidia.com/gpucores rows are folded into the holding they share), its gpus in devices by
--- marts.gpu_held, with the sharing of the node version valid when the holding began (the node's
--- first observed version when the pod predates it). Training compute and attestation coverage
--- read it; so a GPU-hour of a shared GPU counts once wherever GPU-hours are summed.
-CREATE OR REPLACE MACRO marts.gpu_allocations_in_devices() AS TABLE
+-- GPU holdings (rows of core.gpu_allocation_history, or a table of some of them, named by
+-- holdings_table: device-plugin requests and DRA claims; HAMi's nvidia.com/gpucores rows are
+-- folded into the holding they share), their gpus in devices by marts.gpu_held, with the sharing
+-- of the node version valid when the holding began (the node's first observed version when the
+-- pod predates it). A reader that needs a few holdings (training compute: its runs' Jobs) passes
+-- a table of those: matching every holding to its node version (the ASOF join) costs in
+-- proportion to the holdings given, about 10 s for a year of a 60,000-GPU fleet.
+CREATE OR REPLACE MACRO marts.gpu_holdings_in_devices(holdings_table) AS TABLE
 WITH sharing AS (
     SELECT
         cluster, node_name, valid_from, r.resource_name,
@@ -53,7 +55,7 @@ WITH sharing AS (
     FROM (SELECT *, unnest(gpu_resources) AS r FROM core.nodes)
 ),
 holdings AS (
-    SELECT * FROM core.gpu_allocation_history WHERE resource_name <> 'nvidia.com/gpucores'
+    SELECT * FROM query_table(holdings_table) WHERE resource_name <> 'nvidia.com/gpucores'
 )
 SELECT
     a.* REPLACE (
@@ -76,11 +78,19 @@ LEFT JOIN core.gpu_allocation_history AS c
     ON c.cluster = a.cluster AND c.pod_uid = a.pod_uid AND c.valid_from = a.valid_from
     AND c.resource_name = 'nvidia.com/gpucores' AND a.mechanism = 'device_plugin';
 
+-- Every GPU holding of core.gpu_allocation_history in devices. Training compute and attestation
+-- coverage read it (compute through gpu_holdings_in_devices, for its runs' holdings only); so a
+-- GPU-hour of a shared GPU counts once wherever GPU-hours are summed.
+CREATE OR REPLACE MACRO marts.gpu_allocations_in_devices() AS TABLE
+SELECT * FROM marts.gpu_holdings_in_devices('core.gpu_allocation_history');
+
 COMMENT ON MACRO marts.gpu_shares IS
     'Shares advertised per device of a node resource (node_labels, resource, advertised = status.capacity, strategy_of_mig = GFD nvidia.com/mig.strategy): the GFD label <resource>.replicas when above 1 (time-slicing, MPS); for HAMi advertised / nvidia.com/gpu.count; else 1. One rule for capacity, utilisation and compute (warehouse/marts/macros/gpu_sharing.sql).';
 COMMENT ON MACRO marts.gpu_sharing_strategy IS
     'time-slicing or mps (GFD nvidia.com/gpu.sharing-strategy with a replicas label above 1), hami (marts.gpu_shares above 1 without one), or none; same parameters as marts.gpu_shares.';
 COMMENT ON MACRO marts.gpu_held IS
     'A holding in devices (held = core.gpu_allocations.gpus, shares and sharing_strategy of the node resource, gpucores = the pod''s nvidia.com/gpucores or NULL): hami with gpucores -> held x gpucores/100 (at most 100), else held / shares. A shared GPU''s GPU-hours so split among its holders are never counted more than once.';
+COMMENT ON MACRO TABLE marts.gpu_holdings_in_devices IS
+    'Table macro: the holdings of the table named by holdings_table (core.gpu_allocation_history or a table of some of its rows, same columns) without the nvidia.com/gpucores rows, gpus in devices (marts.gpu_held with the sharing of the node version valid when the holding began; a DRA holding is already in devices; gpucores read from core.gpu_allocation_history) and requested_gpus as recorded.';
 COMMENT ON MACRO TABLE marts.gpu_allocations_in_devices IS
     'Table macro: core.gpu_allocation_history without the nvidia.com/gpucores rows, gpus in devices (marts.gpu_held with the sharing of the node version valid when the holding began; a DRA holding is already in devices) and requested_gpus as recorded. Read by training compute and attestation coverage.';
