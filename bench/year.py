@@ -200,19 +200,10 @@ class Build:
     published_bytes: int = 0
 
 
-def build(
-    path: Path, scale: float, days: int, raw_days: int, models: int, *, link_published: bool = False
-) -> Build:
-    from annex.settings import WarehouseSettings
-    from warehouse import Warehouse
-    from warehouse.models.utilisation import rebuild_daily_rollups
-
-    nodes = max(8, round(FULL_NODES * scale / 8) * 8)
+def fill(nodes: int, days: int, raw_days: int, models: int) -> tuple[dict, dict[str, object]]:
+    """The fill script's sections and their parameters for a fleet of ``nodes``."""
     values, field_count = fields_values()
     hours = days * 24
-    raw_days = min(raw_days, days)
-    window_start = hours - raw_days * 24
-    result = Build(nodes, nodes * GPUS_PER_NODE, raw_days, field_count)
     script = sections(FILL.read_text(encoding="utf-8").replace("$fields", values))
     params: dict[str, object] = {
         "t0": T0,
@@ -222,9 +213,94 @@ def build(
         "cluster": CLUSTER,
         "refreshed": T0 + dt.timedelta(days=days),
         "field_count": field_count,
-        "w0": window_start,
+        "w0": hours - raw_days * 24,
         "stride": raw_days * 24 + 2,
     }
+    return script, params
+
+
+def fill_raw_window(con, script: dict, params: dict[str, object]) -> None:
+    """The raw samples of the window: its series, then an hour at a time as the loader writes."""
+    run_section(con, script["raw_series"], params)
+    for hour in range(int(params["w0"]), int(params["hours"])):
+        run_section(con, script["raw_hour"], {**params, "hr": hour})
+
+
+def add_raw_window(args: argparse.Namespace) -> str:
+    """``--add-raw-days N`` on a year kept without its raw window (``--raw-days 0``): fill the
+    last N days of raw samples at the kept year's scale and measure them (a full-scale year and
+    its 7-day window do not fit twice on a small disk, one day does)."""
+    import duckdb
+
+    live = args.keep / "annex.duckdb"
+    if not live.exists():
+        raise SystemExit(f"--add-raw-days: no kept year in {args.keep} (build one with --keep)")
+    before = live.stat().st_size
+    with duckdb.connect(str(live)) as con:
+        if con.execute("SELECT count(*) FROM core.gpu_telemetry_samples").fetchone()[0]:
+            raise SystemExit(f"--add-raw-days: the year in {args.keep} has raw samples already")
+        nodes = con.execute("SELECT count(DISTINCT node_name) FROM marts.gpu_daily").fetchone()[0]
+        families_before = family_bytes(con)
+        script, params = fill(nodes, args.days, args.add_raw_days, args.models)
+        started = time.perf_counter()
+        con.execute("SET preserve_insertion_order = true")
+        run_section(con, script["setup"], params)
+        fill_raw_window(con, script, params)
+        con.execute("CHECKPOINT")
+        seconds = time.perf_counter() - started
+        families = family_bytes(con)
+        samples = con.execute("SELECT count(*) FROM core.gpu_telemetry_samples").fetchone()[0]
+        day = T0 + dt.timedelta(days=args.days - 1)
+        archived = archive_day(con, args.keep, day)
+    gpus = nodes * GPUS_PER_NODE
+    scale = gpus / (FULL_NODES * GPUS_PER_NODE)
+    raw = families.get("raw telemetry", 0.0) - families_before.get("raw telemetry", 0.0)
+    per_day = raw / args.add_raw_days / scale
+    rest = sum(families_before.values()) / scale
+    _, field_count = fields_values()
+    lines = [
+        f"## year, raw window added: {nodes:,} nodes, {gpus:,} GPUs, {args.add_raw_days} day(s) "
+        f"of raw samples ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)",
+        "",
+        f"Machine: {machine()}; DuckDB {_duckdb_version()}. `python -m bench.year --keep "
+        f"{args.keep} --add-raw-days {args.add_raw_days}`: the last {args.add_raw_days} day(s) "
+        f"of the kept year's raw samples ({field_count} DCGM fields at one a minute, in the "
+        f"loader's order) filled in {seconds:.0f} s.",
+        "",
+        "| measure | value |",
+        "|---|---:|",
+        f"| samples | {samples:,} |",
+        f"| raw telemetry blocks (GiB) | {raw / 2**30:.3f} |",
+        f"| bytes per sample | {raw / max(1, samples):.2f} |",
+        f"| GB per day of window at 60,000 GPUs | {per_day / 1e9:.2f} |",
+        f"| live file before / after (GiB) | {before / 2**30:.2f} / "
+        f"{live.stat().st_size / 2**30:.2f} |",
+        f"| everything but raw samples, the year at 60,000 GPUs (GB) | {rest / 1e9:.1f} |",
+        f"| one day archived (Parquet zstd, GiB at 60,000 GPUs) | {archived / scale / 2**30:.2f} |",
+        "",
+        "The year on disk with a raw window of W days is the rest plus W days: "
+        + ", ".join(
+            f"{w} days {(rest + w * per_day) / 1e9:.0f} GB"
+            + (" (under 100 GB)" if rest + w * per_day < GOAL_BYTES else " (over 100 GB)")
+            for w in (5, 6, 7, 14)
+        )
+        + ".",
+    ]
+    return "\n".join(lines)
+
+
+def build(
+    path: Path, scale: float, days: int, raw_days: int, models: int, *, link_published: bool = False
+) -> Build:
+    from annex.settings import WarehouseSettings
+    from warehouse import Warehouse
+    from warehouse.models.utilisation import rebuild_daily_rollups
+
+    nodes = max(8, round(FULL_NODES * scale / 8) * 8)
+    raw_days = min(raw_days, days)
+    script, params = fill(nodes, days, raw_days, models)
+    hours, field_count = int(params["hours"]), int(params["field_count"])
+    result = Build(nodes, nodes * GPUS_PER_NODE, raw_days, field_count)
     wh = Warehouse(WarehouseSettings(path=path, lock_timeout_seconds=60))
 
     def phase(name: str, started: float) -> None:
@@ -254,9 +330,7 @@ def build(
             phase("rollups, per month", started)
             result.month_bytes.append((label, path.stat().st_size, family_bytes(con)))
         started = time.perf_counter()
-        run_section(con, script["raw_series"], params)
-        for hour in range(window_start, hours):
-            run_section(con, script["raw_hour"], {**params, "hr": hour})
+        fill_raw_window(con, script, params)
         con.execute("CHECKPOINT")
         phase("raw telemetry window", started)
         result.final_families = family_bytes(con)
@@ -665,6 +739,13 @@ def main(argv: list[str] | None = None) -> int:
         help="time the steps again on the year kept in --keep DIR, without building it",
     )
     parser.add_argument(
+        "--add-raw-days",
+        type=int,
+        metavar="N",
+        help="fill N days of raw samples into the year kept in --keep DIR (built with "
+        "--raw-days 0) and measure them",
+    )
+    parser.add_argument(
         "--link-published",
         action="store_true",
         help="the readers' copy is a hard link to the live file (a full-scale year on a small "
@@ -676,6 +757,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         return worker(*args.worker)
+    if args.add_raw_days:
+        if args.keep is None:
+            parser.error("--add-raw-days needs --keep DIR (a year an earlier run kept)")
+        report = add_raw_window(args)
+        print(report)
+        if not args.no_record:
+            from bench.collect_scale import append_results
+
+            append_results(report)
+        return 0
     if args.steps_only:
         if args.keep is None:
             parser.error("--steps-only needs --keep DIR (a year an earlier run kept)")

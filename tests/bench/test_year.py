@@ -146,3 +146,21 @@ def test_steps_again_on_a_kept_year(tmp_path: Path, capsys) -> None:
 def test_steps_only_needs_a_kept_year(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         year.main(["--steps-only", "--no-record"])
+
+
+def test_a_raw_window_added_to_a_kept_year(tmp_path: Path, capsys) -> None:
+    """--add-raw-days fills the raw window of a year kept without one, once."""
+    common = ("--scale", "0.002", "--days", "3", "--models", "2", "--no-record", "--no-render")
+    assert year.main(["--raw-days", "0", "--keep", str(tmp_path), *common]) == 0
+    capsys.readouterr()
+    assert year.main(["--keep", str(tmp_path), "--add-raw-days", "1", *common]) == 0
+    out = capsys.readouterr().out
+    assert "## year, raw window added: 16 nodes, 128 GPUs, 1 day(s)" in out
+    with duckdb.connect(str(tmp_path / "annex.duckdb"), read_only=True) as con:
+        first, last, samples = con.execute(
+            "SELECT min(ts), max(ts), count(*) FROM core.gpu_telemetry_samples"
+        ).fetchone()
+    assert (first, last) == (dt.datetime(2025, 11, 3), dt.datetime(2025, 11, 3, 23, 59))
+    assert f"| samples | {samples:,} |" in out
+    with pytest.raises(SystemExit, match="has raw samples already"):
+        year.main(["--keep", str(tmp_path), "--add-raw-days", "1", *common])
