@@ -757,9 +757,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         return worker(*args.worker)
-    if args.add_raw_days:
+    if args.add_raw_days is not None:
         if args.keep is None:
             parser.error("--add-raw-days needs --keep DIR (a year an earlier run kept)")
+        if not 0 < args.add_raw_days <= args.days:
+            parser.error(f"--add-raw-days {args.add_raw_days}: give 1 to {args.days} days")
         report = add_raw_window(args)
         print(report)
         if not args.no_record:
@@ -770,6 +772,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.steps_only:
         if args.keep is None:
             parser.error("--steps-only needs --keep DIR (a year an earlier run kept)")
+        if not (args.keep / "annex.duckdb").exists():
+            raise SystemExit(f"--steps-only: no kept year in {args.keep} (build one with --keep)")
         _migrate(args.keep / "annex.duckdb")
         report = steps_again(args)
         print(report)

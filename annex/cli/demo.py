@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import secrets
 import ssl
@@ -295,9 +296,10 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.nodes > 7500:
         raise ConfigError(f"--nodes {args.nodes} is above the simulator's 7,500-node limit")
-    if not args.history_step_hours > 0:
+    if not (math.isfinite(args.history_step_hours) and args.history_step_hours >= 1 / 60):
         raise ConfigError(
-            f"--history-step-hours {args.history_step_hours:g} is not a positive number of hours",
+            f"--history-step-hours {args.history_step_hours:g} is not a number of hours of at "
+            "least one minute (1/60)",
             hint="give the hours between the past's snapshots, e.g. 1 (hourly) or 24 (daily)",
         )
     features = chosen_features(args.nodes, args.features)

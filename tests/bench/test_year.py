@@ -164,3 +164,17 @@ def test_a_raw_window_added_to_a_kept_year(tmp_path: Path, capsys) -> None:
     assert f"| samples | {samples:,} |" in out
     with pytest.raises(SystemExit, match="has raw samples already"):
         year.main(["--keep", str(tmp_path), "--add-raw-days", "1", *common])
+
+
+@pytest.mark.parametrize("days", ["0", "-1", "4"])
+def test_a_raw_window_of_no_days_or_more_than_the_year_is_refused(tmp_path: Path, days) -> None:
+    (tmp_path / "annex.duckdb").write_bytes(b"kept")  # never touched: refused before
+    with pytest.raises(SystemExit):
+        year.main(["--keep", str(tmp_path), "--days", "3", "--add-raw-days", days, "--no-record"])
+    assert (tmp_path / "annex.duckdb").read_bytes() == b"kept"
+
+
+def test_steps_again_in_a_folder_without_a_year_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="no kept year"):
+        year.main(["--keep", str(tmp_path), "--steps-only", "--no-record"])
+    assert list(tmp_path.iterdir()) == []

@@ -25,8 +25,8 @@ def test_an_hourly_past_is_one_option_away() -> None:
     assert (args.history_days, args.history_step_hours) == (3, 1.0)
 
 
-@pytest.mark.parametrize("step", ["0", "-6", "nan"])
-def test_a_step_that_is_not_positive_is_refused_before_anything_is_built(
+@pytest.mark.parametrize("step", ["0", "-6", "nan", "inf", "0.001"])
+def test_a_step_that_is_not_a_minute_or_more_is_refused_before_anything_is_built(
     tmp_path: Path, step: str
 ) -> None:
     out = tmp_path / "demo"
