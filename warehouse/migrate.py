@@ -140,6 +140,19 @@ def _files_signature(*folders: Path) -> tuple[tuple[str, str], ...]:
     )
 
 
+def _unchanged_since(
+    signature: tuple[tuple[str, str], ...], now: tuple[tuple[str, str], ...]
+) -> None:
+    """What was parsed is what the cache key says: a file edited while annex read it is an
+    error (raised, so not cached), and the next open reads it again."""
+    if now != signature:
+        changed = sorted({p for p, _ in set(now) ^ set(signature)})
+        raise MigrationError(
+            f"{', '.join(changed)} changed while annex read the folder",
+            hint="rerun once the edit is saved",
+        )
+
+
 @functools.lru_cache(maxsize=8)
 def _mart_views(marts_dir: Path, signature: tuple[tuple[str, str], ...]) -> tuple[MartView, ...]:
     con = duckdb.connect()
@@ -196,6 +209,7 @@ def _mart_views(marts_dir: Path, signature: tuple[tuple[str, str], ...]) -> tupl
             )
         ordered.extend(ready)
         placed.update(v.name for v in ready)
+    _unchanged_since(signature, _files_signature(marts_dir, marts_dir / "macros"))
     return tuple(ordered)
 
 
@@ -316,6 +330,7 @@ def _migrations(directory: Path, signature: tuple[tuple[str, str], ...]) -> tupl
                 "(migrations are numbered 0001, 0002, ... without gaps)",
                 hint=f"rename it to {expected:04d}_...sql",
             )
+    _unchanged_since(signature, _files_signature(directory))
     return tuple(migrations)
 
 

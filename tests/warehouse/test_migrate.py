@@ -288,3 +288,33 @@ def test_0017_rebuilds_the_lineage_tables_without_key_indexes_keeping_rows_and_c
             "INSERT INTO core.lineage_run_io (run_id, dataset_version_id, direction)"
             " VALUES ('r1', 'v1', 'SIDEWAYS')"
         )
+
+
+def test_parsed_files_are_cached_only_while_their_bytes_are_unchanged(tmp_path: Path) -> None:
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    first = folder / "0001_first.sql"
+    first.write_text("CREATE TABLE a (x INTEGER);\n")
+    before = discover_migrations(folder)
+    assert discover_migrations(folder) == before
+    first.write_text("CREATE TABLE a (y INTEGER);\n")  # same size, maybe the same mtime
+    after = discover_migrations(folder)
+    assert after[0].checksum != before[0].checksum
+    assert "y INTEGER" in after[0].sql
+
+
+def test_a_file_edited_while_it_is_read_is_an_error_not_a_cached_parse(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import warehouse.migrate as migrate
+
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    (folder / "0001_first.sql").write_text("CREATE TABLE a (x INTEGER);\n")
+    real = migrate._files_signature
+    reads = iter([real(folder), (("0001_first.sql", "edited meanwhile"),)])
+    monkeypatch.setattr(migrate, "_files_signature", lambda *folders: next(reads))
+    with pytest.raises(MigrationError, match="changed while annex read the folder"):
+        discover_migrations(folder)
+    monkeypatch.setattr(migrate, "_files_signature", real)
+    assert [m.name for m in discover_migrations(folder)] == ["0001_first.sql"]
