@@ -257,7 +257,7 @@ def add_raw_window(args: argparse.Namespace) -> str:
     raw = families.get("raw telemetry", 0.0) - families_before.get("raw telemetry", 0.0)
     per_day = raw / args.add_raw_days / scale
     rest = sum(families_before.values()) / scale
-    _, field_count = fields_values()
+    field_count = params["field_count"]
     lines = [
         f"## year, raw window added: {nodes:,} nodes, {gpus:,} GPUs, {args.add_raw_days} day(s) "
         f"of raw samples ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC)",
@@ -354,7 +354,7 @@ def build(
     result.live_bytes = path.stat().st_size
     started = time.perf_counter()
     if link_published:
-        result.published_bytes = _link_published(wh)
+        _link_published(wh)  # published_bytes stays 0: no second copy on disk
         phase("publish (hard link for readers)", started)
     else:
         result.published_bytes = wh.publish().stat().st_size
@@ -362,18 +362,17 @@ def build(
     return result
 
 
-def _link_published(wh) -> int:
+def _link_published(wh) -> None:
     """``--link-published``: the readers' path is a hard link to the closed, checkpointed live
     file instead of a copy (a full-scale year does not fit twice on a small disk). The readers
     open the same bytes a copy would hold; the published copy's disk is then counted once, and
-    the record says so. Returns 0 (no second copy on disk)."""
+    the record says so."""
     wal = wh.path.with_name(wh.path.name + ".wal")
     if wal.exists() and wal.stat().st_size:
         raise SystemExit(f"{wal} still holds changes: the live file is not checkpointed")
     published = Path(wh.published_path)
     published.unlink(missing_ok=True)
     os.link(wh.path, published)
-    return 0
 
 
 # -- measured steps, each in its own process -------------------------------------------------
@@ -676,13 +675,11 @@ def time_goals(steps: list[Step]) -> str:
 
 def steps_again(args: argparse.Namespace) -> str:
     """``--steps-only``: the timed steps again on a year kept by an earlier ``--keep DIR`` (after
-    a change to annex's queries or compute), without building it again."""
+    a change to annex's queries or compute), without building it again; ``main`` has checked
+    the year is there and migrated and published it (``_migrate``)."""
     import duckdb
 
-    live = args.keep / "annex.duckdb"
-    if not live.exists() or not _published(live).exists():
-        raise SystemExit(f"--steps-only: no kept year in {args.keep} (build one with --keep)")
-    with duckdb.connect(str(_published(live)), read_only=True) as con:
+    with duckdb.connect(str(_published(args.keep / "annex.duckdb")), read_only=True) as con:
         nodes, gpus = con.execute(
             "SELECT count(DISTINCT node_name), count(DISTINCT gpu_uuid) FROM marts.gpu_daily"
         ).fetchone()
@@ -702,6 +699,15 @@ def steps_again(args: argparse.Namespace) -> str:
             f"Goals: {time_goals(steps)}.",
         ]
     )
+
+
+def _emit(report: str, *, record: bool) -> None:
+    """Print a record, and append it to bench/RESULTS.md unless ``--no-record``."""
+    print(report)
+    if record:
+        from bench.collect_scale import append_results
+
+        append_results(report)
 
 
 def _verdict(ok: bool) -> str:
@@ -762,12 +768,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--add-raw-days needs --keep DIR (a year an earlier run kept)")
         if not 0 < args.add_raw_days <= args.days:
             parser.error(f"--add-raw-days {args.add_raw_days}: give 1 to {args.days} days")
-        report = add_raw_window(args)
-        print(report)
-        if not args.no_record:
-            from bench.collect_scale import append_results
-
-            append_results(report)
+        _emit(add_raw_window(args), record=not args.no_record)
         return 0
     if args.steps_only:
         if args.keep is None:
@@ -775,12 +776,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.keep / "annex.duckdb").exists():
             raise SystemExit(f"--steps-only: no kept year in {args.keep} (build one with --keep)")
         _migrate(args.keep / "annex.duckdb")
-        report = steps_again(args)
-        print(report)
-        if not args.no_record:
-            from bench.collect_scale import append_results
-
-            append_results(report)
+        _emit(steps_again(args), record=not args.no_record)
         return 0
     raw_days, raw_source = default_raw_days()
     if args.raw_days is not None:
@@ -801,11 +797,7 @@ def main(argv: list[str] | None = None) -> int:
         report = render(args, built, raw_source, steps, build_seconds)
         if not args.keep:
             shutil.rmtree(workdir / "out", ignore_errors=True)
-    print(report)
-    if not args.no_record:
-        from bench.collect_scale import append_results
-
-        append_results(report)
+    _emit(report, record=not args.no_record)
     return 0 if all(s.returncode == 0 for s in steps) else 1
 
 
