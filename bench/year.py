@@ -30,7 +30,10 @@ read the published copy, as annex's do, and compute writes the live file:
   report   every month's fleet report queries (``reports.generate.read_evidence``), and the
            full ``annex report fleet`` (queries, layout, PDF/A-3b, evidence attached) of the
            last month
-  compute  ``refresh_compute`` for all models over the year (the compute marts rebuilt)
+  compute  ``refresh_compute`` for all models over the year: ``compute full`` rebuilds every run
+           (``full=True``); ``compute`` is the scheduled refresh an hour later, after the
+           hour's utilisation refresh rebuilt the last day's pod-days: it recomputes the runs
+           whose evidence changed (running ones, those holding GPUs that day) and keeps the rest
   daily    the daily utilisation query: ``marts.gpu_hours_daily_by_pool`` for one month
   floor    the anchor beside each: one plain pass over the rows the step reads (a month of
            ``marts.node_gpu_hours``; the year of ``marts.gpu_hourly``)
@@ -396,19 +399,29 @@ def worker(kind: str, warehouse: str, argument: str) -> int:
         started = time.perf_counter()
         request = ReportRequest(period=month_period(argument))
         read_evidence(wh, report_definition("fleet"), request, today=dt.date.today())
-    elif kind == "compute":
+    elif kind in ("compute", "compute-hourly"):
         from annex.settings import ComputeSettings
         from bench.compute import registry
         from services.compute import PeakTable
         from warehouse.models.compute import refresh_compute
+        from warehouse.models.utilisation import rebuild_daily_rollups
 
         models, _, now = argument.partition("@")
         rows = registry(int(models))
+        moment = dt.datetime.fromisoformat(now)
         with duckdb.connect(warehouse) as con:
+            if kind == "compute-hourly":
+                # what the hour's utilisation refresh does before it (untimed): the last day's
+                # pod-days rebuilt from its GPU-hours (refresh_gpu_hourly rebuilds the days of
+                # the hours it rolled up)
+                last_day = (moment - dt.timedelta(days=1)).date()
+                rebuild_daily_rollups(con, last_day, last_day)
+                moment += dt.timedelta(hours=1)
             started = time.perf_counter()
-            refresh_compute(
-                con, ComputeSettings(), rows, PeakTable(), now=dt.datetime.fromisoformat(now)
+            counts = refresh_compute(
+                con, ComputeSettings(), rows, PeakTable(), now=moment, full=kind == "compute"
             )
+        print(f"runs {counts['runs']}, recomputed {counts['recomputed']}", file=sys.stderr)
     elif kind in ("daily", "floor-month"):
         period = month_period(argument)
         sql = (
@@ -513,9 +526,19 @@ def measure_steps(workdir: Path, days: int, models: int, *, render: bool = True)
     print("  refresh_compute…", file=sys.stderr)
     steps.append(
         step(
-            "compute",
-            "refresh_compute, all models, the year",
+            "compute full",
+            "refresh_compute, all models, the year: every run recomputed (full=True)",
             [*me, "compute", str(live), f"{models}@{now}"],
+            env,
+        )
+    )
+    steps.append(
+        step(
+            "compute",
+            "refresh_compute, all models, the year, an hour later: as scheduled, after the "
+            "hour's utilisation refresh rebuilt the last day's pod-days (the runs whose "
+            "evidence changed recomputed, the others kept)",
+            [*me, "compute-hourly", str(live), f"{models}@{now}"],
             env,
         )
     )

@@ -44,8 +44,10 @@ def refresh_compute_marts(
     on_wait: OnWait | None = None,
     now: datetime | None = None,
     publish: bool = True,
+    full: bool = False,
 ) -> dict[str, int]:
-    """Validate the model registry, rebuild the compute marts in one transaction, publish."""
+    """Validate the model registry, refresh the compute marts in one transaction (the runs whose
+    evidence changed, or with ``full`` every run), publish."""
     from annex.model_registry import load_registry, registry_rows
     from warehouse import Warehouse
     from warehouse.models.compute import refresh_compute
@@ -59,6 +61,7 @@ def refresh_compute_marts(
             registry_rows(registry),
             PeakTable(),
             now=now or settings.compute.as_of,
+            full=full,
         )
     if publish:
         wh.publish(on_wait)

@@ -30,6 +30,13 @@ def register(commands: Any) -> None:
         action="store_true",
         help="print the published marts as they are (no write, no registry check)",
     )
+    compute.add_argument(
+        "--full-refresh",
+        action="store_true",
+        help="recompute every training run, not only those whose evidence changed since the "
+        "last refresh (the figures are the same: use it to check so, or after restoring the "
+        "marts from elsewhere)",
+    )
     compute.set_defaults(run=cmd_compute)
 
 
@@ -40,7 +47,10 @@ def cmd_compute(args: argparse.Namespace, settings: Settings) -> int:
     wh = Warehouse(settings.warehouse)
     if not args.no_refresh:
         refresh_compute_marts(
-            settings, wh=wh, on_wait=lambda message: print(message, file=sys.stderr)
+            settings,
+            wh=wh,
+            on_wait=lambda message: print(message, file=sys.stderr),
+            full=args.full_refresh,
         )
     with wh.reader() as con:
         report = model_report(con, args.model)

@@ -39,6 +39,7 @@ import pyarrow as pa
 from annex.settings import ComputeSettings
 from warehouse.migrate import utc_now
 from warehouse.models import compute_formulas as f
+from warehouse.models import compute_inputs as inputs
 from warehouse.transaction import atomic
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,9 @@ _TEMP_TABLES = (
     "cmp_evidence",
     "cmp_bench",
     "cmp_tokens",
+    "cmp_run_inputs",
+    "cmp_telemetry_days",
+    "cmp_recompute",
 )
 
 
@@ -114,35 +118,118 @@ def refresh_compute(
     catalogue: GpuCatalogue,
     *,
     now: datetime | None = None,
+    full: bool = False,
 ) -> dict[str, int]:
-    """Rebuild the registry copy and the compute marts; returns row counts. Atomic."""
+    """Refresh the registry copy and the compute marts; returns row counts. Atomic.
+
+    Only the runs whose evidence changed since the last refresh are recomputed, the others'
+    rows kept (``compute_inputs``: the same rows a full rebuild writes); ``full`` recomputes
+    every run. The counts: ``runs``, ``models``, ``alerts`` and ``recomputed`` (runs)."""
     now = now or utc_now()
     try:
         with atomic(con):
             _write_registry(con, registry_rows, now)
             _gather(con, now)
-            runs, groups = _runs(con, config, catalogue, now)
-            models = _models(con, config, runs, now)
-            thresholds = _thresholds(models, runs, now)
-            claims = {c["run_id"]: c for c in _dicts(con, "SELECT * FROM cmp_claims")}
-            for table, rows in (
-                ("marts.training_run_compute", list(runs.values())),
-                ("marts.training_run_gpus", groups),
-                ("marts.model_compute", list(models.values())),
-                ("marts.model_compute_thresholds", thresholds),
-                ("marts.model_compute_stages", _stages(runs)),
-                ("marts.compute_findings", _findings(runs, claims)),
+            run_rows = _dicts(con, "SELECT * FROM cmp_runs ORDER BY run_id")
+            lifecycles = _lifecycles(con, run_rows)
+            peaks = _PeakLookup(con, catalogue)
+            fleet = {
+                (s, d): (frac, ids) for s, d, frac, ids in con.execute(_FLEET_BENCH).fetchall()
+            }
+            reference = _reference_gpu(con, peaks)
+            dtypes = sorted({"bf16", *(str(r["training_dtype"]) for r in registry_rows)})
+            inputs.digest_runs(
+                con,
+                (_lifecycle_row(run, lifecycles) for run in run_rows),
+                fleet,
+                peaks.sku_of,
+                lambda product: {d: peaks.peak_of(peaks.sku_of(product), d) for d in dtypes},
+            )
+            digest = inputs.shared_digest(con, config, registry_rows, reference)
+            recompute = inputs.runs_to_recompute(con, digest, full)
+            if recompute is not None:
+                inputs.keep_only(con, ("cmp_runs", "cmp_alloc", "cmp_bench", "cmp_tokens"))
+                run_rows = [run for run in run_rows if run["run_id"] in recompute]
+            _gather_telemetry(con)
+            runs, groups = _runs(con, config, peaks, now, run_rows, lifecycles, fleet, reference)
+            every_run = runs
+            if recompute is not None:
+                kept = {row["run_id"]: row for row in inputs.kept_runs(con, now)}
+                every_run = {key: (runs.get(key) or kept[key]) for key in sorted({*runs, *kept})}
+            models = _models(con, config, every_run, now)
+            thresholds = _thresholds(models, every_run, now)
+            for table, rows, by_run in (
+                ("marts.training_run_compute", list(runs.values()), True),
+                ("marts.training_run_gpus", groups, True),
+                ("marts.model_compute", list(models.values()), False),
+                ("marts.model_compute_thresholds", thresholds, False),
+                ("marts.model_compute_stages", _stages(every_run), False),
+                ("marts.compute_findings", _findings(every_run, lifecycles.claims), False),
             ):
-                _replace(con, table, rows, now)
+                _replace(con, table, rows, now, runs_only=by_run and recompute is not None)
             alerts = sum(1 for t in thresholds if t["alert"])
+            inputs.record(
+                con, now, digest, "full" if recompute is None else "incremental",
+                len(every_run), len(runs),
+            )  # fmt: skip
             con.execute(
                 "INSERT INTO audit.compute_refreshes VALUES (?, ?, ?, ?, ?, ?)",
-                [now, len(registry_rows), len(runs), len(models), alerts,
+                [now, len(registry_rows), len(every_run), len(models), alerts,
                  json.dumps(asdict(config), default=str)],
             )  # fmt: skip
     finally:
         _drop_temp_tables(con)
-    return {"runs": len(runs), "models": len(models), "alerts": alerts}
+    return {"runs": len(every_run), "models": len(models), "alerts": alerts,
+            "recomputed": len(runs)}  # fmt: skip
+
+
+class _PeakLookup:
+    """Which SKU a GPU product is and its dense peak and TDP for a dtype:
+    ``core.gpu_peak_reference`` first, the catalogue (annex's peak table) for what it lacks."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, catalogue: GpuCatalogue) -> None:
+        self._catalogue = catalogue
+        self._reference = {
+            (sku, dtype): (tflops, tdp)
+            for sku, dtype, tflops, tdp in con.execute(
+                "SELECT gpu_model, dtype, peak_tflops_dense, tdp_watts FROM core.gpu_peak_reference"
+            ).fetchall()
+        }
+        self._skus: dict[str, str | None] = {}
+
+    def sku_of(self, product: str) -> str | None:
+        if product not in self._skus:
+            self._skus[product] = self._catalogue.sku_for(None if product == "unknown" else product)
+        return self._skus[product]
+
+    def peak_of(self, sku: str | None, dtype: str) -> tuple[float | None, float | None]:
+        if sku is None:
+            return None, None
+        tflops, tdp = self._reference.get((sku, dtype), (None, None))
+        if tflops is None or tdp is None:
+            built_in = self._catalogue.peak(sku, dtype)
+            tflops, tdp = tflops or built_in[0], tdp or built_in[1]
+        return tflops, tdp
+
+
+def _reference_gpu(con: duckdb.DuckDBPyConnection, peaks: _PeakLookup) -> str | None:
+    """The GPU model most GPU-hours of every run ran on (the reference of an energy estimated
+    from compute), among those with a known SKU; None without any."""
+    seconds = con.execute(
+        "SELECT gpu_product, fsum(gpus * (epoch_us(valid_to) - epoch_us(valid_from))) "
+        "FROM cmp_alloc GROUP BY gpu_product"
+    ).fetchall()
+    return max(((s, p) for p, s in seconds if peaks.sku_of(p)), default=(None, None))[1]
+
+
+def _lifecycle_row(run: Mapping[str, Any], lifecycles: _Lifecycles) -> dict[str, Any]:
+    exclusion = lifecycles.exclusion(run)
+    return {
+        "run_id": run["run_id"],
+        "lifecycle_stage": lifecycles.stage(run),
+        "exclusion": exclusion[0] if exclusion else None,
+        "exclusion_basis": exclusion[1] if exclusion else None,
+    }
 
 
 # -- the registry --------------------------------------------------------------------------
@@ -500,20 +587,25 @@ GROUP BY r.run_id
 
 
 def _gather(con: duckdb.DuckDBPyConnection, now: datetime) -> None:
+    """Every run's evidence but its telemetry: cheap enough to gather for all runs each time."""
     con.execute(_RUNS)
     con.execute(_CHECKPOINT_READS)
     con.execute(_HOLDINGS)
     con.execute(_ALLOC, {"now": now})
     con.execute(_CLAIMS, {"now": now})
     con.execute("DELETE FROM cmp_alloc WHERE run_id IN (SELECT run_id FROM cmp_claims)")
+    con.execute(_BENCH)
+    con.execute(_TOKENS)
+
+
+def _gather_telemetry(con: duckdb.DuckDBPyConnection) -> None:
+    """The telemetry and evidence lists of the runs left in cmp_runs and cmp_alloc."""
     con.execute(_TELEMETRY_DAYS)
     edges = con.execute("SELECT min(day), max(day) FROM cmp_tel_days WHERE NOT counted").fetchone()
     if edges is not None and edges[0] is not None:
         con.execute(_TELEMETRY_EDGES, {"first": edges[0], "last": edges[1]})
     con.execute(_TELEMETRY)
     con.execute(_EVIDENCE)
-    con.execute(_BENCH)
-    con.execute(_TOKENS)
 
 
 def _dicts(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict]:
@@ -527,17 +619,15 @@ def _dicts(con: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list
 def _runs(
     con: duckdb.DuckDBPyConnection,
     config: ComputeSettings,
-    catalogue: GpuCatalogue,
+    peaks: _PeakLookup,
     now: datetime,
+    run_rows: Sequence[Mapping[str, Any]],
+    lifecycles: _Lifecycles,
+    fleet: Mapping[tuple[str, str], tuple[float, list[str]]],
+    reference_product: str | None,
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """The rows of ``run_rows`` (the runs to compute) and of their GPU models."""
     registry = {r["model_name"]: r for r in _dicts(con, "SELECT * FROM core.model_registry")}
-    reference = {
-        (sku, dtype): (tflops, tdp)
-        for sku, dtype, tflops, tdp in con.execute(
-            "SELECT gpu_model, dtype, peak_tflops_dense, tdp_watts FROM core.gpu_peak_reference"
-        ).fetchall()
-    }
-    fleet = {(s, d): (frac, ids) for s, d, frac, ids in con.execute(_FLEET_BENCH).fetchall()}
     alloc = _dicts(
         con,
         """
@@ -560,33 +650,7 @@ def _runs(
     by_run: dict[str, list[dict]] = defaultdict(list)
     for row in alloc:
         by_run[row["run_id"]].append(row)
-    skus: dict[str, str | None] = {}
-
-    def sku_of(product: str) -> str | None:
-        if product not in skus:
-            skus[product] = catalogue.sku_for(None if product == "unknown" else product)
-        return skus[product]
-
-    def peak_of(sku: str | None, dtype: str) -> tuple[float | None, float | None]:
-        if sku is None:
-            return None, None
-        tflops, tdp = reference.get((sku, dtype), (None, None))
-        if tflops is None or tdp is None:
-            built_in = catalogue.peak(sku, dtype)
-            tflops, tdp = tflops or built_in[0], tdp or built_in[1]
-        return tflops, tdp
-
-    # the GPU model most GPU-hours ran on: the reference of an energy estimated from compute
-    seconds_by_product: dict[str, float] = defaultdict(float)
-    for row in alloc:
-        seconds_by_product[row["gpu_product"]] += row["gpu_seconds"]
-    reference_product = max(
-        (p for p in seconds_by_product if sku_of(p)),
-        key=lambda p: (seconds_by_product[p], p),
-        default=None,
-    )
-    run_rows = _dicts(con, "SELECT * FROM cmp_runs ORDER BY run_id")
-    lifecycles = _lifecycles(con, run_rows)
+    sku_of, peak_of = peaks.sku_of, peaks.peak_of
 
     runs: dict[str, dict[str, Any]] = {}
     group_rows: list[dict[str, Any]] = []
@@ -1106,7 +1170,7 @@ def _models(
         (by_model if run["counted"] else excluded)[run["model_name"]].append(run)
     names = sorted(set(by_model) | set(excluded) | set(registry))
     own: dict[str, f.Band | None] = {
-        name: _sum([_run_band(r, "compute_flop") for r in by_model.get(name, [])]) for name in names
+        name: _runs_band(by_model.get(name, []), "compute_flop") for name in names
     }
 
     def cumulative(name: str, seen: frozenset[str]) -> float | None:
@@ -1143,10 +1207,8 @@ def _models(
         if own_band is None and reg is not None and reg["reported_compute_flop"]:
             own_band = f.Band(*(reg["reported_compute_flop"],) * 3)
         cumulative_band = (own_band or f.ZERO) + f.Band(*((base or 0.0),) * 3)
-        hardware = _sum([_run_band(r, "hardware_flop") for r in model_runs])
-        architecture = _sum(
-            [_run_band(r, "architecture_flop") for r in model_runs if not r["running"]]
-        )
+        hardware = _runs_band(model_runs, "hardware_flop")
+        architecture = _runs_band([r for r in model_runs if not r["running"]], "architecture_flop")
         both = [r for r in model_runs if r["disagreement"] is not None]
         both_hardware = sum(r["hardware_flop"] for r in both)
         both_architecture = sum(r["architecture_flop"] for r in both)
@@ -1157,9 +1219,9 @@ def _models(
         energy_hours = sum(
             (r["energy_coverage"] or 0.0) * (r["gpu_hours"] or 0.0) for r in model_runs
         )
-        measured = _sum([_run_band(r, "energy_measured_mwh") for r in model_runs])
-        estimated = _sum([_run_band(r, "energy_estimated_mwh") for r in model_runs])
-        energy = _sum([_run_band(r, "energy_mwh") for r in model_runs])
+        measured = _runs_band(model_runs, "energy_measured_mwh")
+        estimated = _runs_band(model_runs, "energy_estimated_mwh")
+        energy = _runs_band(model_runs, "energy_mwh")
         if any(r["energy_mwh"] is None for r in model_runs):
             gaps.append("a counted run has no energy figure: energy_mwh is a lower bound")
         maxima = [r["physical_max_flop"] for r in model_runs]
@@ -1247,10 +1309,18 @@ def _models(
     return models
 
 
-def _run_band(run: Mapping[str, Any], name: str) -> f.Band | None:
-    if run[name] is None:
+def _runs_band(runs: Sequence[Mapping[str, Any]], name: str) -> f.Band | None:
+    """The sum of the runs' band ``name`` (its value, ``_low`` and ``_high`` columns), None when
+    none has it: the same sums as ``_sum`` of their bands (left to right from the first, since
+    0.0 + x == x), without building a Band per run (a year holds 71,000 runs)."""
+    present = [r for r in runs if r[name] is not None]
+    if not present:
         return None
-    return f.Band(run[name], run[f"{name}_low"], run[f"{name}_high"])
+    value, low, high = (
+        sum(map(operator.itemgetter(column), present))
+        for column in (name, f"{name}_low", f"{name}_high")
+    )
+    return f.Band(value, low, high)
 
 
 def _measured_method(coverage: float | None, config: ComputeSettings) -> str:
@@ -1307,19 +1377,17 @@ def _stages(runs: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
         finished = [r for r in members if r["methods_ratio"] is not None]
         hardware_both = sum(r["hardware_flop"] for r in finished)
         architecture_both = sum(r["architecture_flop"] for r in finished)
-        record = _sum([_run_band(r, "compute_flop") for r in members])
+        record = _runs_band(members, "compute_flop")
         methods = sorted({r["compute_method"] for r in members if r["compute_method"]})
-        energy = _sum([_run_band(r, "energy_mwh") for r in members])
-        measured = _sum([_run_band(r, "energy_measured_mwh") for r in members])
+        energy = _runs_band(members, "energy_mwh")
+        measured = _runs_band(members, "energy_measured_mwh")
         maxima = [r["physical_max_flop"] for r in members]
         basis = defaultdict(int)
         for r in members:
             if r["compute_method_basis"]:
                 basis[r["compute_method_basis"].split(":")[0] + ": " + _basis_kind(r)] += 1
-        hardware = _sum([_run_band(r, "hardware_flop") for r in members])
-        architecture = _sum(
-            [_run_band(r, "architecture_flop") for r in members if not r["running"]]
-        )
+        hardware = _runs_band(members, "hardware_flop")
+        architecture = _runs_band([r for r in members if not r["running"]], "architecture_flop")
         rows.append(
             {
                 "model_name": model,
@@ -1626,9 +1694,22 @@ def _consequence(threshold: str, status: str, notifies: bool, outputs: str) -> s
 
 
 def _replace(
-    con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Mapping[str, Any]], now: datetime
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    rows: Sequence[Mapping[str, Any]],
+    now: datetime,
+    *,
+    runs_only: bool = False,
 ) -> None:
-    con.execute(f"DELETE FROM {table}")
+    """Write ``rows`` in place of ``table``'s rows, or with ``runs_only`` in place of the rows of
+    the runs recomputed (``cmp_recompute``) and of runs no longer there."""
+    if runs_only:
+        con.execute(
+            f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM cmp_recompute) "
+            "OR run_id NOT IN (SELECT run_id FROM cmp_run_inputs)"
+        )
+    else:
+        con.execute(f"DELETE FROM {table}")
     if not rows:
         return
     columns = [

@@ -27,6 +27,7 @@ def training_compute(
     annex: AnnexSettingsResource, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:
     """Training compute (both methods), time, energy (measured and estimated) per run and model,
-    and the Article 51 thresholds, rebuilt in one transaction; then publish."""
+    and the Article 51 thresholds, refreshed in one transaction (the runs whose evidence changed
+    recomputed, the others kept); then publish."""
     counts = refresh_compute_marts(annex.load(), wh=warehouse.get())
     return dg.MaterializeResult(metadata={f"refresh/{k}": v for k, v in counts.items()})

@@ -240,7 +240,7 @@ def wh(tmp_path_factory: pytest.TempPathFactory) -> Warehouse:
         refresh_gpu_hourly(con)
         insert_core(con)
         counts = refresh_compute(con, CONFIG, registry_rows(registry()), PeakTable(), now=NOW)
-    assert counts == {"runs": 4, "models": 2, "alerts": 3}
+    assert counts == {"runs": 4, "models": 2, "alerts": 3, "recomputed": 4}
     return wh
 
 
