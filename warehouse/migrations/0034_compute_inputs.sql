@@ -7,20 +7,20 @@
 
 CREATE TABLE meta.compute_state (
     refreshed_at TIMESTAMP NOT NULL,
-    shared_inputs_digest VARCHAR NOT NULL,
-    mode VARCHAR NOT NULL,
-    runs INTEGER NOT NULL,
-    runs_recomputed INTEGER NOT NULL
+    shared_inputs_digest VARCHAR NOT NULL
 );
 COMMENT ON TABLE meta.compute_state IS
-    'The refresh_compute that wrote the compute marts as they are: one row, replaced by each refresh. The next refresh compares what every run shares with shared_inputs_digest: the same, it recomputes only the runs whose own inputs changed (meta.compute_run_inputs, meta.compute_telemetry_days); different, it rebuilds every run.';
+    'The refresh_compute that wrote the compute marts as they are: one row, replaced by each refresh (audit.compute_refreshes keeps every refresh). The next refresh compares what every run shares with shared_inputs_digest: the same, it recomputes only the runs whose own inputs changed (meta.compute_run_inputs, meta.compute_telemetry_days); different, it rebuilds every run.';
 COMMENT ON COLUMN meta.compute_state.refreshed_at IS 'The refresh''s now (UTC): its time, or [compute] as_of.';
 COMMENT ON COLUMN meta.compute_state.shared_inputs_digest IS
-    'SHA-256 (hex) of what every run''s figures depend on: the model registry, the [compute] settings, core.gpu_peak_reference and the built-in peaks of the GPU models in use, the GPU model most GPU-hours ran on, the refresh''s code and the DuckDB version.';
-COMMENT ON COLUMN meta.compute_state.mode IS
-    'full (every run recomputed: no earlier state, or shared inputs changed, or asked for) or incremental.';
-COMMENT ON COLUMN meta.compute_state.runs IS 'Runs in marts.training_run_compute after the refresh.';
-COMMENT ON COLUMN meta.compute_state.runs_recomputed IS 'Runs the refresh recomputed (all of them when full).';
+    'SHA-256 (hex) of what every run''s figures depend on: the model registry, the [compute] settings, core.gpu_peak_reference, the GPU model most GPU-hours ran on, the refresh''s code and the DuckDB version.';
+
+ALTER TABLE audit.compute_refreshes ADD COLUMN mode VARCHAR;
+ALTER TABLE audit.compute_refreshes ADD COLUMN runs_recomputed INTEGER;
+COMMENT ON COLUMN audit.compute_refreshes.mode IS
+    'full (every run recomputed: no earlier state, what every run shares changed, or annex compute --full-refresh) or incremental (meta.compute_state); NULL for refreshes before migration 0034, all full.';
+COMMENT ON COLUMN audit.compute_refreshes.runs_recomputed IS
+    'Runs the refresh recomputed (all of them when full); the others kept their rows. NULL before migration 0034.';
 
 CREATE TABLE meta.compute_run_inputs (
     run_id VARCHAR NOT NULL PRIMARY KEY,

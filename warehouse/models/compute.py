@@ -45,6 +45,15 @@ from warehouse.transaction import atomic
 log = logging.getLogger(__name__)
 
 TERMINAL_STATES = ("COMPLETE", "FAIL", "ABORT")
+COMPUTE_MARTS = (
+    "marts.training_run_compute",
+    "marts.training_run_gpus",
+    "marts.model_compute",
+    "marts.model_compute_thresholds",
+    "marts.model_compute_stages",
+    "marts.compute_findings",
+)
+"""The tables refresh_compute writes (the first two per run, the others rebuilt each time)."""
 COUNTED_STAGES = ("PRETRAINING", "FINE_TUNING", "SYNTHETIC_GENERATION")
 _TEMP_TABLES = (
     "cmp_runs",
@@ -158,24 +167,24 @@ def refresh_compute(
                 every_run = {key: (runs.get(key) or kept[key]) for key in sorted({*runs, *kept})}
             models = _models(con, config, every_run, now)
             thresholds = _thresholds(models, every_run, now)
-            for table, rows, by_run in (
-                ("marts.training_run_compute", list(runs.values()), True),
-                ("marts.training_run_gpus", groups, True),
-                ("marts.model_compute", list(models.values()), False),
-                ("marts.model_compute_thresholds", thresholds, False),
-                ("marts.model_compute_stages", _stages(every_run), False),
-                ("marts.compute_findings", _findings(every_run, lifecycles.claims), False),
-            ):
+            written = (
+                list(runs.values()),
+                groups,
+                list(models.values()),
+                thresholds,
+                _stages(every_run),
+                _findings(every_run, lifecycles.claims),
+            )
+            for table, rows in zip(COMPUTE_MARTS, written, strict=True):
+                by_run = table in COMPUTE_MARTS[:2]
                 _replace(con, table, rows, now, runs_only=by_run and recompute is not None)
             alerts = sum(1 for t in thresholds if t["alert"])
-            inputs.record(
-                con, now, digest, "full" if recompute is None else "incremental",
-                len(every_run), len(runs),
-            )  # fmt: skip
+            inputs.record(con, now, digest)
             con.execute(
-                "INSERT INTO audit.compute_refreshes VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO audit.compute_refreshes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [now, len(registry_rows), len(every_run), len(models), alerts,
-                 json.dumps(asdict(config), default=str)],
+                 json.dumps(asdict(config), default=str),
+                 "full" if recompute is None else "incremental", len(runs)],
             )  # fmt: skip
     finally:
         _drop_temp_tables(con)
@@ -633,10 +642,11 @@ def _runs(
         """
         SELECT run_id, gpu_product,
                sum(gpus * (epoch_us(valid_to) - epoch_us(valid_from))) / 1e6 AS gpu_seconds,
-               round(coalesce(sum(gpus) FILTER (WHERE open), 0), 9) AS open_gpus,
+               round(coalesce(sum(CASE WHEN open THEN gpus END), 0), 9) AS open_gpus,
                round(sum(gpus), 9) AS gpus,
-               coalesce(sum(gpus * (epoch_us(valid_to) - epoch_us(valid_from)))
-                        FILTER (WHERE inferred), 0) / 1e6 AS inferred_gpu_seconds,
+               coalesce(sum(CASE WHEN inferred
+                                       THEN gpus * (epoch_us(valid_to) - epoch_us(valid_from))
+                                  END), 0) / 1e6 AS inferred_gpu_seconds,
                min(valid_from) AS first_at, max(valid_to) AS last_at
         FROM cmp_alloc GROUP BY run_id, gpu_product ORDER BY run_id, gpu_product
         """,

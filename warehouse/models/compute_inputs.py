@@ -194,8 +194,7 @@ def digest_runs(
     ``cmp_*`` tables of the refresh's gathering (all runs), ``lifecycle`` (per run: its
     ``lifecycle_stage``, ``exclusion``, ``exclusion_basis``) and the peak table (``sku_of``, and
     ``peaks_of``: a GPU product's dense peaks and TDP at every dtype runs are computed at)."""
-    products = [p for (p,) in con.execute("SELECT DISTINCT gpu_product FROM cmp_alloc").fetchall()]
-    held_or_declared = sorted(
+    products = sorted(  # held or declared
         p
         for (p,) in con.execute(
             "SELECT gpu_product FROM cmp_alloc UNION "
@@ -205,7 +204,7 @@ def digest_runs(
     products_table = pa.Table.from_pylist(
         [
             {"gpu_product": p, "peaks": json.dumps([sku_of(p), peaks_of(p)], sort_keys=True)}
-            for p in held_or_declared
+            for p in products
         ],
         pa.schema([("gpu_product", pa.string()), ("peaks", pa.string())]),
     )
@@ -252,12 +251,10 @@ def runs_to_recompute(con: duckdb.DuckDBPyConnection, digest: str, full: bool) -
     """The runs this refresh recomputes (``cmp_recompute``), or None for every run: asked for
     (``full``), no earlier state, shared inputs changed, or state and marts disagree."""
     state = con.execute("SELECT shared_inputs_digest FROM meta.compute_state").fetchall()
-    if (
-        full
-        or len(state) != 1
-        or state[0][0] != digest
-        or not con.execute(_CONSISTENT).fetchone()[0]
-    ):  # type: ignore[index]
+    if full or state != [(digest,)]:
+        return None
+    (consistent,) = con.execute(_CONSISTENT).fetchone() or (False,)
+    if not consistent:
         return None
     con.execute(_RECOMPUTE)
     return {r for (r,) in con.execute("SELECT run_id FROM cmp_recompute").fetchall()}
@@ -291,21 +288,11 @@ def kept_runs(con: duckdb.DuckDBPyConnection, now: datetime) -> list[dict[str, A
     return rows
 
 
-def record(
-    con: duckdb.DuckDBPyConnection,
-    now: datetime,
-    digest: str,
-    mode: str,
-    runs: int,
-    recomputed: int,
-) -> None:
+def record(con: duckdb.DuckDBPyConnection, now: datetime, digest: str) -> None:
     """Replace ``meta.compute_state``, ``meta.compute_run_inputs`` and
     ``meta.compute_telemetry_days`` with what this refresh computed from."""
     con.execute("DELETE FROM meta.compute_state")
-    con.execute(
-        "INSERT INTO meta.compute_state VALUES (?, ?, ?, ?, ?)",
-        [now, digest, mode, runs, recomputed],
-    )
+    con.execute("INSERT INTO meta.compute_state VALUES (?, ?)", [now, digest])
     con.execute("DELETE FROM meta.compute_run_inputs")
     con.execute(
         "INSERT INTO meta.compute_run_inputs SELECT run_id, inputs_digest FROM cmp_run_inputs"

@@ -26,24 +26,15 @@ from services.compute import PeakTable
 from tests.warehouse.models import test_compute as hand
 from tests.warehouse.models.test_compute_rules import CONFIG, NOW, T0, World, model
 from warehouse import load_collection
-from warehouse.models.compute import refresh_compute
+from warehouse.models.compute import COMPUTE_MARTS, refresh_compute
 from warehouse.models.telemetry import TELEMETRY_MODEL
 from warehouse.models.utilisation import refresh_gpu_hourly
-
-MARTS = (
-    "marts.training_run_compute",
-    "marts.training_run_gpus",
-    "marts.model_compute",
-    "marts.model_compute_thresholds",
-    "marts.model_compute_stages",
-    "marts.compute_findings",
-)
 
 
 def marts(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple]]:
     return {
         table: con.execute(f"SELECT * EXCLUDE (refreshed_at) FROM {table} ORDER BY ALL").fetchall()
-        for table in MARTS
+        for table in COMPUTE_MARTS
     }
 
 
@@ -62,13 +53,17 @@ def refresh_and_compare(
         rebuilt = marts(con)
     finally:
         con.execute("ROLLBACK")
-    for table in MARTS:
+    for table in COMPUTE_MARTS:
         assert refreshed[table] == rebuilt[table], table
     return counts
 
 
 def state(con: duckdb.DuckDBPyConnection) -> tuple[str, int, int]:
-    (row,) = con.execute("SELECT mode, runs, runs_recomputed FROM meta.compute_state").fetchall()
+    """The last refresh's mode, runs and runs recomputed (audit.compute_refreshes)."""
+    (row,) = con.execute(
+        "SELECT mode, runs, runs_recomputed FROM audit.compute_refreshes ORDER BY rowid DESC "
+        "LIMIT 1"
+    ).fetchall()
     return row
 
 
@@ -82,8 +77,15 @@ class Evidence:
         world.statements.clear()
         self.pieces: dict[str, list[tuple[str, list[Any]]]] = {}
 
-    def everything(self) -> list[tuple[str, list[Any]]]:
-        return self.base + [s for piece in self.pieces.values() for s in piece]
+    def apply(self, con: duckdb.DuckDBPyConnection, *names: str) -> None:
+        """Run the statements of the pieces ``names``; with none, of the base and every piece."""
+        statements = (
+            [s for name in names for s in self.pieces[name]]
+            if names
+            else self.base + [s for piece in self.pieces.values() for s in piece]
+        )
+        for sql, params in statements:
+            con.execute(sql, params)
 
     def piece(self, name: str, add) -> None:
         before = len(self.world.statements)
@@ -187,8 +189,7 @@ def test_evidence_in_any_order_gives_the_full_rebuilds_rows(tmp_path: Path) -> N
             for sql, params in evidence.base:
                 con.execute(sql, params)
             for step, name in enumerate(order):
-                for sql, params in evidence.pieces[name]:
-                    con.execute(sql, params)
+                evidence.apply(con, name)
                 refresh_and_compare(con, registry, NOW + timedelta(minutes=step))
                 modes.append(state(con)[0])
         # full: the first, and where the GPU model most GPU-hours ran on changed (the first
@@ -200,8 +201,7 @@ def test_an_unchanged_warehouse_recomputes_only_what_time_moves(tmp_path: Path) 
     world, evidence = rules_world(tmp_path)
     registry = registry_rows(world.registry)
     with world.wh.writer() as con:
-        for sql, params in evidence.everything():
-            con.execute(sql, params)
+        evidence.apply(con)
         first = refresh_and_compare(con, registry, NOW)
         assert state(con) == ("full", first["runs"], first["runs"])
         again = refresh_and_compare(con, registry, NOW + timedelta(hours=1))
@@ -218,8 +218,7 @@ def test_what_every_run_shares_rebuilds_every_run(tmp_path: Path) -> None:
     world, evidence = rules_world(tmp_path)
     registry = registry_rows(world.registry)
     with world.wh.writer() as con:
-        for sql, params in evidence.everything():
-            con.execute(sql, params)
+        evidence.apply(con)
         runs = refresh_and_compare(con, registry, NOW)["runs"]
         # [compute]: the PUE
         refresh_and_compare(con, registry, NOW, dataclasses.replace(CONFIG, pue=1.3))
@@ -289,8 +288,7 @@ def test_a_day_rebuilt_with_the_same_rows_is_noticed(tmp_path: Path, seed: int) 
     registry = registry_rows(world.registry)
     day = T0 + timedelta(days=1)
     with world.wh.writer() as con:
-        for sql, params in evidence.everything():
-            con.execute(sql, params)
+        evidence.apply(con)
         refresh_and_compare(con, registry, NOW)
         joules = random.Random(seed).uniform(1e7, 1e8)
         con.execute(
