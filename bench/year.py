@@ -33,7 +33,9 @@ read the published copy, as annex's do, and compute writes the live file:
   compute  ``refresh_compute`` for all models over the year: ``compute full`` rebuilds every run
            (``full=True``); ``compute`` is the scheduled refresh an hour later, after the
            hour's utilisation refresh rebuilt the last day's pod-days: it recomputes the runs
-           whose evidence changed (running ones, those holding GPUs that day) and keeps the rest
+           whose evidence changed (running ones, those holding GPUs that day) and keeps the rest;
+           ``compute check`` then rebuilds every run at the same moment in a transaction it
+           rolls back and counts the rows that differ (none, or the step fails)
   daily    the daily utilisation query: ``marts.gpu_hours_daily_by_pool`` for one month
   floor    the anchor beside each: one plain pass over the rows the step reads (a month of
            ``marts.node_gpu_hours``; the year of ``marts.gpu_hourly``)
@@ -422,6 +424,11 @@ def worker(kind: str, warehouse: str, argument: str) -> int:
                 con, ComputeSettings(), rows, PeakTable(), now=moment, full=kind == "compute"
             )
         print(f"runs {counts['runs']}, recomputed {counts['recomputed']}", file=sys.stderr)
+    elif kind == "compute-check":
+        differing = _compute_check(warehouse, argument)
+        print(f"rows differing from a full rebuild: {differing}", file=sys.stderr)
+        if differing:
+            return 1
     elif kind in ("daily", "floor-month"):
         period = month_period(argument)
         sql = (
@@ -469,6 +476,41 @@ def step(name: str, what: str, argv: list[str], env: dict[str, str]) -> Step:
         run.peak_rss_bytes,
         run.returncode,
     )
+
+
+def _compute_check(warehouse: str, argument: str) -> int:
+    """Rows of the compute marts that differ between the scheduled refresh's result (the
+    ``compute`` step, an hour after ``now``) and a full rebuild at the same moment, run in a
+    transaction rolled back (both directions, every column but ``refreshed_at``)."""
+    import duckdb
+
+    from annex.settings import ComputeSettings
+    from bench.compute import registry
+    from services.compute import PeakTable
+    from warehouse.models.compute import COMPUTE_MARTS, refresh_compute
+
+    models, _, now = argument.partition("@")
+    moment = dt.datetime.fromisoformat(now) + dt.timedelta(hours=1)
+    with duckdb.connect(warehouse) as con:
+        for n, table in enumerate(COMPUTE_MARTS):
+            con.execute(
+                f"CREATE TEMP TABLE kept_{n} AS SELECT * EXCLUDE (refreshed_at) FROM {table}"
+            )
+        con.execute("BEGIN TRANSACTION")
+        try:
+            refresh_compute(
+                con, ComputeSettings(), registry(int(models)), PeakTable(), now=moment, full=True
+            )
+            differing = 0
+            for n, table in enumerate(COMPUTE_MARTS):
+                rebuilt = f"SELECT * EXCLUDE (refreshed_at) FROM {table}"
+                for a, b in ((f"FROM kept_{n}", rebuilt), (rebuilt, f"FROM kept_{n}")):
+                    differing += con.execute(
+                        f"SELECT count(*) FROM ({a} EXCEPT ALL {b})"
+                    ).fetchone()[0]  # type: ignore[index]
+        finally:
+            con.execute("ROLLBACK")
+    return differing
 
 
 def measure_steps(workdir: Path, days: int, models: int, *, render: bool = True) -> list[Step]:
@@ -539,6 +581,15 @@ def measure_steps(workdir: Path, days: int, models: int, *, render: bool = True)
             "hour's utilisation refresh rebuilt the last day's pod-days (the runs whose "
             "evidence changed recomputed, the others kept)",
             [*me, "compute-hourly", str(live), f"{models}@{now}"],
+            env,
+        )
+    )
+    steps.append(
+        step(
+            "compute check",
+            "a full rebuild at the scheduled refresh's moment (rolled back): rows of the six "
+            "compute marts differing from the refresh's (exit 0: none)",
+            [*me, "compute-check", str(live), f"{models}@{now}"],
             env,
         )
     )
@@ -690,9 +741,15 @@ def time_goals(steps: list[Step]) -> str:
         and compute.returncode == 0
         and (compute.step_seconds or compute.wall_seconds) < GOAL_COMPUTE_SECONDS
     )
+    check = next((s for s in steps if s.name == "compute check"), None)
+    same = (
+        "the same rows as a full rebuild"
+        if check and check.returncode == 0
+        else ("NOT the same rows as a full rebuild" if check else "not checked")
+    )
     return (
         "every monthly report < 10 s and < 1 GiB (process wall, tree RSS): "
-        f"{_verdict(reports_ok)}; compute < 10 s (the refresh): {_verdict(compute_ok)}"
+        f"{_verdict(reports_ok)}; compute < 10 s (the refresh): {_verdict(compute_ok)}, {same}"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import re
 from pathlib import Path
 
 import duckdb
@@ -106,6 +107,9 @@ def test_main_measures_every_step_without_recording(tmp_path: Path, capsys) -> N
     assert RESULTS.read_bytes() == before
     for step in ("report 2025-11", "daily 2025-11", "compute", "floor year", "**live file**"):
         assert f"| {step} |" in out
+    # the scheduled refresh's rows checked against a full rebuild: none differs (exit 0)
+    assert re.search(r"^\| compute check \|.*\| 0 \|$", out, flags=re.M), out
+    assert "the same rows as a full rebuild" in out
 
 
 def test_a_year_without_its_raw_window_read_through_a_hard_link(tmp_path: Path, capsys) -> None:

@@ -188,6 +188,8 @@ def refresh_compute(
             )  # fmt: skip
     finally:
         _drop_temp_tables(con)
+        with contextlib.suppress(duckdb.Error):
+            con.execute("DROP MACRO IF EXISTS temp.exact_sum")
     return {"runs": len(every_run), "models": len(models), "alerts": alerts,
             "recomputed": len(runs)}  # fmt: skip
 
@@ -225,7 +227,7 @@ def _reference_gpu(con: duckdb.DuckDBPyConnection, peaks: _PeakLookup) -> str | 
     """The GPU model most GPU-hours of every run ran on (the reference of an energy estimated
     from compute), among those with a known SKU; None without any."""
     seconds = con.execute(
-        "SELECT gpu_product, fsum(gpus * (epoch_us(valid_to) - epoch_us(valid_from))) "
+        "SELECT gpu_product, exact_sum(gpus * (epoch_us(valid_to) - epoch_us(valid_from))) "
         "FROM cmp_alloc GROUP BY gpu_product"
     ).fetchall()
     return max(((s, p) for p, s in seconds if peaks.sku_of(p)), default=(None, None))[1]
@@ -482,14 +484,14 @@ SELECT
     e.alloc_id, e.cluster, e.day, e.workload_namespace, e.workload_pod, e.node_name, e.lo, e.hi,
     true,
     list_sort(list_distinct(list(h.gpu_uuid))),
-    sum(h.pod_label_fraction),
-    sum(CASE WHEN h.tensor_active IS NOT NULL THEN h.pod_label_fraction END),
-    sum(h.tensor_active * h.pod_label_fraction),
-    sum(CASE WHEN h.busy IS NOT NULL THEN h.pod_label_fraction END),
-    sum(h.busy * h.pod_label_fraction),
-    sum(CASE WHEN coalesce(h.energy_joules, h.energy_estimated_joules) IS NOT NULL
+    exact_sum(h.pod_label_fraction),
+    exact_sum(CASE WHEN h.tensor_active IS NOT NULL THEN h.pod_label_fraction END),
+    exact_sum(h.tensor_active * h.pod_label_fraction),
+    exact_sum(CASE WHEN h.busy IS NOT NULL THEN h.pod_label_fraction END),
+    exact_sum(h.busy * h.pod_label_fraction),
+    exact_sum(CASE WHEN coalesce(h.energy_joules, h.energy_estimated_joules) IS NOT NULL
              THEN h.pod_label_fraction END),
-    sum(coalesce(h.energy_joules, h.energy_estimated_joules) * h.pod_label_fraction)
+    exact_sum(coalesce(h.energy_joules, h.energy_estimated_joules) * h.pod_label_fraction)
 FROM (SELECT * FROM cmp_tel_days WHERE NOT counted) AS e
 JOIN marts.gpu_hourly AS h
     ON h.cluster = e.cluster AND h.day = e.day AND h.workload_namespace = e.workload_namespace
@@ -505,13 +507,13 @@ CREATE OR REPLACE TEMP TABLE cmp_tel AS
 SELECT
     a.run_id,
     a.gpu_product,
-    sum(d.labelled_gpu_hours) AS telemetry_gpu_hours,
-    sum(d.tensor_active_gpu_hours) AS tensor_weighted,
-    coalesce(sum(d.tensor_gpu_hours), 0) AS tensor_gpu_hours,
-    sum(d.busy_active_gpu_hours) AS busy_weighted,
-    coalesce(sum(d.busy_gpu_hours), 0) AS busy_gpu_hours,
-    coalesce(sum(d.energy_joules), 0) AS measured_gpu_joules,
-    coalesce(sum(d.energy_gpu_hours), 0) AS energy_gpu_hours
+    exact_sum(d.labelled_gpu_hours) AS telemetry_gpu_hours,
+    exact_sum(d.tensor_active_gpu_hours) AS tensor_weighted,
+    coalesce(exact_sum(d.tensor_gpu_hours), 0) AS tensor_gpu_hours,
+    exact_sum(d.busy_active_gpu_hours) AS busy_weighted,
+    coalesce(exact_sum(d.busy_gpu_hours), 0) AS busy_gpu_hours,
+    coalesce(exact_sum(d.energy_joules), 0) AS measured_gpu_joules,
+    coalesce(exact_sum(d.energy_gpu_hours), 0) AS energy_gpu_hours
 FROM cmp_tel_days AS d
 JOIN cmp_alloc AS a ON a.alloc_id = d.alloc_id
 WHERE d.counted
@@ -595,8 +597,20 @@ GROUP BY r.run_id
 """
 
 
+_EXACT_SUM = """
+CREATE OR REPLACE TEMP MACRO exact_sum(x) AS CAST(sum(CAST(x AS DECIMAL(38, 12))) AS DOUBLE)
+"""
+"""The sums of DOUBLE evidence behind a figure: DuckDB's parallel SUM(DOUBLE) adds in no fixed
+order, so two refreshes of the same evidence could differ in the last bit; each value rounded
+to 12 decimals (below the evidence's own precision: GPU-hours, joules, GPUs x microseconds)
+and summed exactly as a decimal gives the same figure whatever the order. A value out of its
+range (10^26) or not finite is an error, not a figure (the telemetry collectors skip NaN and
+infinities)."""
+
+
 def _gather(con: duckdb.DuckDBPyConnection, now: datetime) -> None:
     """Every run's evidence but its telemetry: cheap enough to gather for all runs each time."""
+    con.execute(_EXACT_SUM)
     con.execute(_RUNS)
     con.execute(_CHECKPOINT_READS)
     con.execute(_HOLDINGS)
@@ -641,10 +655,10 @@ def _runs(
         con,
         """
         SELECT run_id, gpu_product,
-               sum(gpus * (epoch_us(valid_to) - epoch_us(valid_from))) / 1e6 AS gpu_seconds,
-               round(coalesce(sum(CASE WHEN open THEN gpus END), 0), 9) AS open_gpus,
-               round(sum(gpus), 9) AS gpus,
-               coalesce(sum(CASE WHEN inferred
+               exact_sum(gpus * (epoch_us(valid_to) - epoch_us(valid_from))) / 1e6 AS gpu_seconds,
+               round(coalesce(exact_sum(CASE WHEN open THEN gpus END), 0), 9) AS open_gpus,
+               round(exact_sum(gpus), 9) AS gpus,
+               coalesce(exact_sum(CASE WHEN inferred
                                        THEN gpus * (epoch_us(valid_to) - epoch_us(valid_from))
                                   END), 0) / 1e6 AS inferred_gpu_seconds,
                min(valid_from) AS first_at, max(valid_to) AS last_at
