@@ -297,3 +297,19 @@ def test_a_day_rebuilt_with_the_same_rows_is_noticed(tmp_path: Path, seed: int) 
         )
         counts = refresh_and_compare(con, registry, NOW + timedelta(minutes=10))
         assert counts["recomputed"] >= 2  # lm-1 (or its Job's claimant) and other-1
+
+
+def test_sums_of_evidence_do_not_depend_on_their_order(tmp_path: Path) -> None:
+    """Ten pod-days of 0.1 GPU-hours each: an exact sum gives 1.0 in any order (a float sum
+    gives 0.9999999999999999 left to right, and DuckDB's parallel SUM adds in no fixed order)."""
+    world = World(tmp_path, model("lm"))
+    world.run("lm-1", job="job-1", tokens=1e12, start=T0, end=T0 + timedelta(days=10))
+    world.pod("p1", "job-1", 1, T0, T0 + timedelta(days=10))
+    for n in range(10):
+        world.telemetry("p1", T0 + timedelta(days=n), 0.1, 0.1 * 300.0 * 3600)
+    world.refresh()
+    (row,) = world.rows(
+        "SELECT telemetry_gpu_hours, energy_gpu_hours FROM marts.training_run_gpus "
+        "WHERE run_id = 'lm-1'"
+    )
+    assert row == {"telemetry_gpu_hours": 1.0, "energy_gpu_hours": 1.0}
