@@ -40,6 +40,7 @@ from annex.settings import ComputeSettings
 from warehouse.migrate import utc_now
 from warehouse.models import compute_formulas as f
 from warehouse.models import compute_inputs as inputs
+from warehouse.models import sql_files
 from warehouse.transaction import atomic
 
 log = logging.getLogger(__name__)
@@ -597,20 +598,9 @@ GROUP BY r.run_id
 """
 
 
-_EXACT_SUM = """
-CREATE OR REPLACE TEMP MACRO exact_sum(x) AS CAST(sum(CAST(x AS DECIMAL(38, 12))) AS DOUBLE)
-"""
-"""The sums of DOUBLE evidence behind a figure: DuckDB's parallel SUM(DOUBLE) adds in no fixed
-order, so two refreshes of the same evidence could differ in the last bit; each value rounded
-to 12 decimals (below the evidence's own precision: GPU-hours, joules, GPUs x microseconds)
-and summed exactly as a decimal gives the same figure whatever the order. A value out of its
-range (10^26) or not finite is an error, not a figure (the telemetry collectors skip NaN and
-infinities)."""
-
-
 def _gather(con: duckdb.DuckDBPyConnection, now: datetime) -> None:
     """Every run's evidence but its telemetry: cheap enough to gather for all runs each time."""
-    con.execute(_EXACT_SUM)
+    con.execute(sql_files.statement("create_exact_sum"))
     con.execute(_RUNS)
     con.execute(_CHECKPOINT_READS)
     con.execute(_HOLDINGS)

@@ -4,7 +4,8 @@ One statement a file, named by its verb and the table it writes (``insert_gpu_da
 ``delete_gpu_daily.sql``), beside the Python that runs them: a reader finds a mart's contents
 by its name, and a figure the Python also uses (a threshold) is filled in from the one constant
 (``{name}`` placeholders), so the SQL cannot drift from it. Parameters the statement binds at run
-time stay ``$name``.
+time stay ``$name``. A rule several statements share is a temporary macro in a ``create_*`` file
+(``create_exact_sum.sql``), run before them.
 """
 
 from __future__ import annotations

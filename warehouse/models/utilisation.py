@@ -1010,6 +1010,7 @@ def _rebuild_pod_days(
     con: duckdb.DuckDBPyConnection, first: date, last: date, now: datetime
 ) -> None:
     days = {"first": first, "last": last}
+    con.execute(sql_files.statement("create_exact_sum"))
     _run(con, "delete gpu_pod_daily", sql_files.statement("delete_gpu_pod_daily"), days)
     _run(
         con,

@@ -30,19 +30,21 @@ from warehouse.models.utilisation import rebuild_daily_rollups, refresh_gpu_hour
 T0 = datetime(2026, 11, 1)
 DAY = T0.date()
 
-# The oracle: what every row of marts.gpu_pod_daily must hold, straight from the GPU-hours.
+# The oracle: what every row of marts.gpu_pod_daily must hold, straight from the GPU-hours,
+# each sum exact (every value to 12 decimals, summed as a decimal: the same in any order).
 ORACLE = """
 SELECT cluster, day, workload_namespace, workload_pod, node_name,
        list(DISTINCT gpu_uuid ORDER BY gpu_uuid) AS gpu_uuids,
        min(hour) AS first_hour, max(hour) AS last_hour, count(*) AS gpu_hour_rows,
-       sum(pod_label_fraction) AS labelled_gpu_hours,
-       sum(CASE WHEN tensor_active IS NOT NULL THEN pod_label_fraction END) AS tensor_gpu_hours,
-       sum(tensor_active * pod_label_fraction) AS tensor_active_gpu_hours,
-       sum(CASE WHEN busy IS NOT NULL THEN pod_label_fraction END) AS busy_gpu_hours,
-       sum(busy * pod_label_fraction) AS busy_active_gpu_hours,
-       sum(CASE WHEN coalesce(energy_joules, energy_estimated_joules) IS NOT NULL
+       oracle_exact_sum(pod_label_fraction) AS labelled_gpu_hours,
+       oracle_exact_sum(CASE WHEN tensor_active IS NOT NULL THEN pod_label_fraction END)
+           AS tensor_gpu_hours,
+       oracle_exact_sum(tensor_active * pod_label_fraction) AS tensor_active_gpu_hours,
+       oracle_exact_sum(CASE WHEN busy IS NOT NULL THEN pod_label_fraction END) AS busy_gpu_hours,
+       oracle_exact_sum(busy * pod_label_fraction) AS busy_active_gpu_hours,
+       oracle_exact_sum(CASE WHEN coalesce(energy_joules, energy_estimated_joules) IS NOT NULL
                 THEN pod_label_fraction END) AS energy_gpu_hours,
-       sum(coalesce(energy_joules, energy_estimated_joules) * pod_label_fraction)
+       oracle_exact_sum(coalesce(energy_joules, energy_estimated_joules) * pod_label_fraction)
            AS energy_joules
 FROM marts.gpu_hourly
 WHERE workload_pod IS NOT NULL AND workload_namespace IS NOT NULL AND node_name IS NOT NULL
@@ -79,6 +81,10 @@ def second_reuse() -> Telemetry:
 
 
 def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
+    con.execute(
+        "CREATE OR REPLACE TEMP MACRO oracle_exact_sum(x) AS "
+        "CAST(sum(CAST(x AS DECIMAL(38, 12))) AS DOUBLE)"
+    )
     return con.execute(sql).fetchall()
 
 
@@ -217,7 +223,12 @@ def test_the_migration_fills_the_table_from_existing_gpu_hours(tmp_path: Path) -
             )
         apply_migrations(con, migrations, "old.duckdb")
         filled = stored(con)
-        assert filled == rows(con, ORACLE)
+        # the migration (applied, never edited) summed as floats; the refresh sums exactly
+        oracle = rows(con, ORACLE)
+        assert [r[:9] for r in filled] == [r[:9] for r in oracle]
+        for got, want in zip(filled, oracle, strict=True):
+            for a, b in zip(got[9:], want[9:], strict=True):
+                assert a == b or a == pytest.approx(b, rel=1e-12), (got, want)
         # the unlabelled hour is left out; w0 held two GPUs; w1 spans two days
         assert [(r[3], r[5], r[8]) for r in filled] == [
             ("w0", ["GPU-x", "GPU-z"], 3),
@@ -226,4 +237,25 @@ def test_the_migration_fills_the_table_from_existing_gpu_hours(tmp_path: Path) -
         ]
         counts = rebuild_daily_rollups(con, date(2026, 11, 1), date(2026, 11, 2))
         assert counts["gpu_pod_daily"] == 3
-        assert stored(con) == filled
+        assert stored(con) == oracle
+
+
+def test_a_pod_days_sums_do_not_depend_on_the_order_of_its_hours(tmp_path: Path) -> None:
+    """Ten GPU-hours of 0.1 each make exactly 1.0 GPU-hours for the pod-day, however DuckDB
+    orders them (a float SUM gives 0.9999999999999999 left to right)."""
+    with duckdb.connect(str(tmp_path / "w.duckdb")) as con:
+        apply_migrations(con, discover_migrations(), "w.duckdb")
+        for n in range(10):
+            at = T0 + timedelta(hours=n)
+            con.execute(
+                "INSERT INTO marts.gpu_hourly (cluster, gpu_uuid, hour, day, node_name, samples, "
+                "busy, energy_joules, workload_pod, workload_namespace, pod_label_fraction, "
+                "refreshed_at) VALUES ('c', 'GPU-x', ?, ?, 'node-1', 60, 0.1, 0.1, 'w0', 'team', "
+                "0.1, ?)",
+                [at, at.date(), T0],
+            )
+        rebuild_daily_rollups(con, DAY, DAY)
+        assert rows(
+            con,
+            "SELECT labelled_gpu_hours, busy_gpu_hours, energy_gpu_hours FROM marts.gpu_pod_daily",
+        ) == [(1.0, 1.0, 1.0)]

@@ -15,7 +15,8 @@ def test_every_file_holds_one_statement_named_by_its_verb() -> None:
     con = duckdb.connect()
     for path in files:
         verb = path.stem.split("_")[0]
-        assert verb in ("insert", "delete", "update"), path.name
+        # create: a temporary macro the statements share (create_exact_sum.sql)
+        assert verb in ("insert", "delete", "update", "create"), path.name
         text = path.read_text(encoding="utf-8")
         fillers = {
             "idle_busy_threshold": "0.5",
