@@ -7,7 +7,9 @@ except that its ``pod``/``namespace``/``container`` collide with the target's an
 target labels ``instance``, ``job="dcgm-exporter"``, ``namespace``, ``pod``, ``container``,
 ``service`` and ``endpoint`` of the exporter pod itself. A GPU whose pod started at ``since``
 has two series: one without workload labels before, one with after (a label change is a new
-series). Samples sit on the exporter's 15 s cadence; a query at ``t`` reads the sample at the
+series); where the world has a history, each past pod that held the GPU has its own series too,
+with that pod's labels while it held it, as the exporter printed them then. Samples sit on the
+exporter's 15 s cadence; a query at ``t`` reads the sample at the
 last multiple of 15 s at or before ``t``, which is also what a scrape at ``t`` returns.
 
 The PromQL subset is one vector selector: an optional metric name and label matchers ``=``,
@@ -40,7 +42,7 @@ from simulator.telemetry.exporter import (
 from simulator.telemetry.signals import GpuSignals, signals_for
 
 if TYPE_CHECKING:
-    from simulator.world.activity import GpuActivity
+    from simulator.world.activity import GpuActivity, PastHolding
 
 MAX_POINTS = 11_000
 TOO_MANY_POINTS = (
@@ -239,15 +241,54 @@ def parse_selector(query: str) -> Selector:
 
 @dataclass
 class StoredSeries:
-    """One series as Prometheus holds it, and the stretch of time it has samples for."""
+    """One series as Prometheus holds it, and the stretches of time it has samples in."""
 
     name: str
     labels: dict[str, str]
     signals: GpuSignals
     exported: ExportedField
-    start: float  # first sample time (inclusive); -inf for "always"
-    stop: float  # sample times < stop
+    spans: tuple[tuple[float, float], ...]
+    """Sample times ``start <= t < stop`` of any span, ascending; -inf/inf for "always". A
+    GPU's series without workload labels has one span per stretch no pod held it."""
     metric: dict[str, str] = field(default_factory=dict)  # labels with __name__
+    past: PastSeries | None = None
+    """The series of the world's past pods that held the same GPU (the same field and MIG
+    instance), built for the queried window only: a month of them for every GPU and field
+    would be millions of series, a query's window needs a few per GPU."""
+
+
+@dataclass(frozen=True)
+class PastSeries:
+    """Each past pod's series of one GPU, field and MIG instance, on demand."""
+
+    holdings: tuple[PastHolding, ...]
+    ends: tuple[float, ...]  # each holding's end, ascending (holdings are disjoint)
+    activity: GpuActivity
+    signals: GpuSignals
+    exported: ExportedField
+    host: str
+    mig: tuple[int, str] | None
+    target: dict[str, str]
+
+    def overlapping(self, start: float, stop: float) -> list[StoredSeries]:
+        """The series of the holdings with samples in ``start <= t <= stop`` (a query's
+        window, widened to the sample before ``start``)."""
+        first = bisect.bisect_right(self.ends, start - SAMPLE_INTERVAL_SECONDS)
+        out = []
+        for held in self.holdings[first:]:
+            if held.begin > stop:
+                break
+            out.append(self._series(held))
+        return out
+
+    def _series(self, held: PastHolding) -> StoredSeries:
+        exporter = gpu_labels(self.activity, self.host, workload=False, mig=self.mig, held=held)
+        labels = stored_labels(exporter, self.target)
+        name = self.exported.name
+        return StoredSeries(
+            name, labels, self.signals, self.exported, ((held.begin, held.end),),
+            metric={"__name__": name, **labels},
+        )  # fmt: skip
 
 
 def target_labels(node: str, ip: str | None) -> dict[str, str]:
@@ -281,7 +322,8 @@ def build_catalog(
     node_ips: dict[str, str],
     node_pools: dict[str, str],
 ) -> dict[str, list[StoredSeries]]:
-    """Every stored series, by metric name."""
+    """Every stored series, by metric name (the past pods' series through each GPU's series
+    without workload labels, ``StoredSeries.past``)."""
     catalog: dict[str, list[StoredSeries]] = {}
     for activity in activities:
         signals = signals_for(activity)
@@ -290,31 +332,70 @@ def build_catalog(
         host = host_label(generation, node_pools.get(node))
         target = target_labels(node, node_ips.get(node))
         since = signals.since
-        if activity.pod:  # a label change starts a new series
-            spans = [(-math.inf, since, False), (since, math.inf, True)]
-        else:
-            spans = [(-math.inf, math.inf, False)]
+        free = free_spans(activity, since)
+        ends = tuple(h.end for h in activity.past)
         for exported in GENERATIONS[generation]:
             if not signals.has(exported.canonical):
                 continue
-            field_spans = spans
+            spans: list[tuple[bool, tuple[tuple[float, float], ...]]] = [(False, free)]
+            if activity.pod:
+                spans.append((True, ((since, math.inf),)))
             if signals.unavailable and exported.canonical != "xid_errors":
-                field_spans = [(-math.inf, since, False)]  # only XID 79 after it fell off
+                # only XID 79 after it fell off (an unavailable GPU has no past holdings)
+                spans = [(False, ((-math.inf, since),))]
             for mig in entities(activity, exported.canonical):
-                for start, stop, workload in field_spans:
+                for workload, times in spans:
                     labels = stored_labels(
                         gpu_labels(activity, host, workload=workload, mig=mig), target
                     )
-                    series = StoredSeries(exported.name, labels, signals, exported, start, stop)
-                    series.metric = {"__name__": exported.name, **labels}
+                    past = None
+                    if activity.past and not workload:
+                        past = PastSeries(
+                            activity.past, ends, activity, signals, exported, host, mig, target
+                        )
+                    series = StoredSeries(
+                        exported.name, labels, signals, exported, times,
+                        metric={"__name__": exported.name, **labels}, past=past,
+                    )  # fmt: skip
                     catalog.setdefault(exported.name, []).append(series)
     return catalog
 
 
-def select(catalog: dict[str, list[StoredSeries]], selector: Selector) -> list[StoredSeries]:
+def free_spans(activity: GpuActivity, since: float) -> tuple[tuple[float, float], ...]:
+    """When the GPU's series without workload labels has samples: before its first past pod,
+    between past pods, and after the last until the present pod's ``since`` (for ever if no pod
+    holds it now). A label change starts a new series (the exporter, ``exporter.render``, names
+    the pod holding the GPU at each instant), so every other stretch is a pod's series."""
+    spans: list[tuple[float, float]] = []
+    free_from = -math.inf
+    for held in activity.past:
+        if held.begin > free_from:
+            spans.append((free_from, held.begin))
+        free_from = held.end
+    stop = since if activity.pod else math.inf
+    if stop > free_from:
+        spans.append((free_from, stop))
+    return tuple(spans)
+
+
+def select(
+    catalog: dict[str, list[StoredSeries]],
+    selector: Selector,
+    start: float = -math.inf,
+    stop: float = math.inf,
+) -> list[StoredSeries]:
+    """The series ``selector`` matches, with the past pods' series that have samples in
+    ``start``..``stop`` (the query's window; all of them without one)."""
     names = selector.names
     pools = [catalog.get(n, []) for n in names] if names is not None else list(catalog.values())
-    return [s for pool in pools for s in pool if selector.matches(s.metric)]
+    out = []
+    for pool in pools:
+        for s in pool:
+            if selector.matches(s.metric):
+                out.append(s)
+            if s.past is not None:
+                out.extend(p for p in s.past.overlapping(start, stop) if selector.matches(p.metric))
+    return out
 
 
 # -- evaluation ------------------------------------------------------------------------------
@@ -350,16 +431,26 @@ def evaluate_range(series: list[StoredSeries], start: float, end: float, step: f
     samples = [math.floor(t / interval) * interval for t in points]
     out: list[dict] = []
     for s in sorted(series, key=lambda x: sorted(x.metric.items())):
-        lo = _first_at_or_after(samples, s.start)
-        hi = _first_at_or_after(samples, s.stop)
-        if lo >= hi:
+        cuts = [
+            (lo, hi)
+            for start_at, stop_at in s.spans
+            if (lo := _first_at_or_after(samples, start_at))
+            < (hi := _first_at_or_after(samples, stop_at))
+        ]
+        if not cuts:
             continue
-        raw = s.signals.values(s.exported.canonical, samples[lo:hi])
+        if len(cuts) == 1:
+            ((lo, hi),) = cuts
+            at, stamps = samples[lo:hi], json_times[lo:hi]
+        else:
+            at = [t for lo, hi in cuts for t in samples[lo:hi]]
+            stamps = [t for lo, hi in cuts for t in json_times[lo:hi]]
+        raw = s.signals.values(s.exported.canonical, at)
         if None in raw:
-            pairs = [(t, v) for t, v in zip(json_times[lo:hi], raw, strict=True) if v is not None]
+            pairs = [(t, v) for t, v in zip(stamps, raw, strict=True) if v is not None]
             times, present = [t for t, _ in pairs], [v for _, v in pairs]
         else:
-            times, present = json_times[lo:hi], raw
+            times, present = stamps, raw
         if present:
             texts = s.exported.prom_texts(present)
             # tuples serialise as JSON arrays: [[t, "v"], ...]
@@ -371,7 +462,7 @@ def evaluate_instant(series: list[StoredSeries], t: float) -> list[dict]:
     s_t = math.floor(t / SAMPLE_INTERVAL_SECONDS) * SAMPLE_INTERVAL_SECONDS
     out = []
     for s in sorted(series, key=lambda x: sorted(x.metric.items())):
-        if not s.start <= s_t < s.stop:
+        if not any(start <= s_t < stop for start, stop in s.spans):
             continue
         v = s.signals.value(s.exported.canonical, s_t)
         if v is None:

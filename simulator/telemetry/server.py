@@ -250,9 +250,9 @@ class TelemetryServer(BackgroundServer["RequestRecord"]):
                 step = prometheus.parse_duration("step", param("step"))
                 prometheus.check_range(start, end, step)
                 selector = prometheus.parse_selector(param("query"))
-                series = prometheus.select(self.catalog(), selector)
                 # like a real Prometheus, no samples after its present (the clock)
                 end = min(end, self.clock())
+                series = prometheus.select(self.catalog(), selector, start, end)
                 data = {
                     "resultType": "matrix",
                     "result": prometheus.evaluate_range(series, start, end, step)
@@ -263,7 +263,7 @@ class TelemetryServer(BackgroundServer["RequestRecord"]):
                 at = param("time")
                 t = prometheus.parse_time("time", at) if at else self.clock()
                 selector = prometheus.parse_selector(param("query"))
-                series = prometheus.select(self.catalog(), selector)
+                series = prometheus.select(self.catalog(), selector, t, t)
                 data = {"resultType": "vector", "result": prometheus.evaluate_instant(series, t)}
         except prometheus.BadData as error:
             self._prom_error(reply, 400, str(error))

@@ -326,3 +326,43 @@ def test_bad_parameters_are_worded_as_prometheus_does(server) -> None:
     }
     record = server.requests()[-1]
     assert parse_qs("start=abc")["start"] == record.query["start"]
+
+
+def test_a_past_window_reads_the_past_pods_that_held_each_gpu() -> None:
+    """A backfill (``annex collect telemetry --since``) of an hour of the world's past: each GPU
+    a past pod held for the whole hour comes back labelled with that pod, as the exporter
+    printed it then, and one a past pod held for none of it comes back without a workload."""
+    from simulator.world.history import WorldHistory
+
+    past_world = build_world(20, seed=3)
+    WorldHistory(past_world, days=10)
+    activities = gpu_activity(past_world)
+    start = math.floor((past_world.now.timestamp() - 5 * 86400) / 3600) * 3600
+    end = start + 3600
+    held, free = {}, set()
+    for a in activities:
+        if a.gpu.mig_devices or a.role == "unavailable":
+            continue
+        holders = [h for h in a.past if h.begin < end + SAMPLE and h.end > start - SAMPLE]
+        if len(holders) == 1 and holders[0].begin <= start and holders[0].end >= end:
+            held[a.gpu.uuid] = (holders[0].namespace, holders[0].pod)
+        elif not holders and a.since > end:
+            free.add(a.gpu.uuid)
+    assert held and free, "the test world's past should hold some GPUs and leave some free"
+    with TelemetryServer(past_world, clock=lambda: past_world.now.timestamp()) as telemetry:
+        got = tables(
+            collect_prometheus(
+                telemetry.prometheus_url,
+                "sim",
+                Settings(),
+                start=datetime.fromtimestamp(start, UTC),
+                end=datetime.fromtimestamp(end, UTC),
+            )
+        )
+    workloads: dict[str, set] = {}
+    for r in got["telemetry_series"].to_pylist():
+        workloads.setdefault(r["gpu_uuid"], set()).add((r["namespace"], r["pod"]))
+    for uuid, pod in held.items():
+        assert workloads[uuid] == {pod}, uuid
+    for uuid in free:
+        assert workloads[uuid] == {(None, None)}, uuid

@@ -62,6 +62,9 @@ def test_a_range_query_over_a_past_pod_reads_its_role(catalog, activities, role,
     assert len(result) == 1
     values = [float(text) for _, text in result[0]["values"]]
     assert low <= sum(values) / len(values) <= high, values[:5]
+    # the series names the past pod, as the exporter did while it held the GPU
+    metric = result[0]["metric"]
+    assert (metric["exported_pod"], metric["exported_namespace"]) == (held.pod, held.namespace)
 
 
 def test_between_past_pods_a_gpu_reads_free(catalog, activities) -> None:
@@ -71,6 +74,7 @@ def test_between_past_pods_a_gpu_reads_free(catalog, activities) -> None:
     result = prometheus.evaluate_range(series, held.end + 60, following.begin - 60, 60.0)
     assert len(result) == 1
     assert {float(text) for _, text in result[0]["values"]} == {0.0}
+    assert "exported_pod" not in result[0]["metric"]
     power = signals.signals_for(activity).value("power_usage", (held.end + following.begin) / 2)
     assert power < 200.0  # idle power
 
@@ -81,6 +85,34 @@ def test_the_exporter_names_the_past_pod_at_a_past_instant(world, activities) ->
     text = exporter.render([activity], middle)
     assert f'pod="{held.pod}"' in text
     assert f'pod="{held.pod}"' not in exporter.render([activity], held.end + 60)
+
+
+def test_prometheus_holds_what_the_exporter_printed_at_every_past_instant(activities) -> None:
+    """Across a past pod's life and the free stretches either side, the range query returns
+    one series per label set, and at each step the series that has a sample is the one whose
+    labels the exporter printed at that instant, with the exporter's value."""
+    activity, held = held_in_past(activities, "research")
+    following = activity.past[activity.past.index(held) + 1]
+    start, end, step = held.begin - 1800, following.begin + 1800, 300.0
+    name = busy_query(activity).split("{")[0]
+    query = prometheus.parse_selector(busy_query(activity))
+    catalog = prometheus.build_catalog([activity], {}, {})
+    result = prometheus.evaluate_range(
+        prometheus.select(catalog, query, start, end), start, end, step
+    )
+    label_sets = [tuple(sorted(r["metric"].items())) for r in result]
+    # the free stretches either side are one series (one label set), then the two pods'
+    assert len(label_sets) == len(set(label_sets)) == 3
+    stored = {
+        t: (r["metric"].get("exported_pod"), float(text)) for r in result for t, text in r["values"]
+    }
+    instants = [start + k * step for k in range(int((end - start) // step) + 1)]
+    assert sorted(stored) == instants  # exactly one series has each instant's sample
+    for t in instants:
+        printed = exporter.render([activity], t)
+        line = next(x for x in printed.splitlines() if x.startswith(name + "{"))
+        pod = next((p.split('"')[1] for p in line.split(",") if p.startswith("pod=")), None)
+        assert stored[t] == (pod, float(line.rsplit(" ", 1)[1])), t
 
 
 def test_energy_stays_the_integral_of_power_across_the_past(activities) -> None:
