@@ -117,6 +117,38 @@ QUERIES = (
         """,
     ),
     EvidenceQuery(
+        "telemetry_only_nodes",
+        "Nodes with telemetry-only GPU-hours in the period (marts.node_gpu_hours), and why the "
+        "inventory has no GPU-hours for them: mig_partitioned, a node it observed whose GPUs "
+        "are MIG-partitioned (MIG strategy single, or mixed without whole GPUs: it counts their "
+        "MIG slices, not GPU-hours); not_observed, node-hours no inventory collection covered.",
+        """
+        WITH hours AS (
+            SELECT h.cluster, h.node_name, h.hour, h.telemetry_only_gpu_hours,
+                   coalesce(bool_or(n.mig_strategy = 'single'
+                                    OR (n.mig_strategy = 'mixed'
+                                        AND coalesce(n.gpu_capacity, 0) = 0)), false)
+                       AS mig_partitioned
+            FROM marts.node_gpu_hours AS h
+            LEFT JOIN core.nodes AS n
+                ON n.cluster = h.cluster AND n.node_name = h.node_name
+                AND n.valid_from < h.hour + INTERVAL 1 HOUR
+                AND coalesce(n.valid_to, 'infinity'::TIMESTAMP) > h.hour
+            WHERE h.day >= $start AND h.day < $coverage_end AND h.telemetry_only_gpu_hours > 0
+            GROUP BY h.cluster, h.node_name, h.hour, h.telemetry_only_gpu_hours
+        )
+        SELECT cluster, node_name,
+               CASE WHEN mig_partitioned THEN 'mig_partitioned' ELSE 'not_observed' END
+                   AS cause,
+               count(*) AS node_hours,
+               CAST(sum(telemetry_only_gpu_hours) AS BIGINT) AS telemetry_only_gpu_hours,
+               min(hour) AS first_hour, max(hour) AS last_hour
+        FROM hours
+        GROUP BY ALL
+        ORDER BY telemetry_only_gpu_hours DESC, cluster, node_name, cause
+        """,
+    ),
+    EvidenceQuery(
         "kpis",
         "GPU-hour totals of this period and the previous one (marts.gpu_hours_daily_by_pool).",
         f"""
@@ -522,6 +554,7 @@ def build(evidence: Evidence) -> dict[str, Any]:
         if row["capacity_gpu_hours"] and (row["telemetry_coverage"] or 0) < TELEMETRY_COVERAGE_MIN
     ]
     telemetry_only_days = [row["day"] for row in daily if row["telemetry_only_gpu_hours"]]
+    telemetry_only = _telemetry_only_causes(evidence.records("telemetry_only_nodes"))
     daily = [_with_evidence(row) for row in daily]
     degraded_gpus = _degraded_by_gpu(degraded)
     findings = _findings(
@@ -537,6 +570,7 @@ def build(evidence: Evidence) -> dict[str, Any]:
         fleet_now,
         blast,
         checks,
+        telemetry_only,
     )
     finding_groups = _by_kind(findings)
     kpi_cards = [
@@ -567,6 +601,7 @@ def build(evidence: Evidence) -> dict[str, Any]:
         "gap_days": gap_days,
         "thin_days": thin_days,
         "telemetry_only_days": telemetry_only_days,
+        "telemetry_only": telemetry_only,
         "coverage_min": TELEMETRY_COVERAGE_MIN,
         "rejected": rejected[:TOP],
         "rejected_total": len(rejected),
@@ -810,6 +845,16 @@ def _daily_chart(daily: Rows) -> str:
     )
 
 
+def _telemetry_only_causes(nodes: Rows) -> dict[str, Any]:
+    """The telemetry-only GPU-hours of MIG-partitioned GPUs on nodes the inventory observed
+    (the rest are node-hours it did not observe), and how many such nodes."""
+    mig = [r for r in nodes if r["cause"] == "mig_partitioned"]
+    return {
+        "mig_partitioned_gpu_hours": sum(r["telemetry_only_gpu_hours"] for r in mig),
+        "mig_partitioned_nodes": len({(r["cluster"], r["node_name"]) for r in mig}),
+    }
+
+
 def _findings(
     sources: Rows,
     daily: Rows,
@@ -823,7 +868,10 @@ def _findings(
     fleet_now: Rows,
     blast: Rows,
     checks: Rows,
+    telemetry_only: dict[str, Any] | None = None,
 ) -> list[FleetFinding]:
+    """``telemetry_only``: the telemetry-only GPU-hours by cause (``_telemetry_only_causes``);
+    without it all of them count as node-hours the inventory did not observe."""
     out: list[FleetFinding] = []
 
     def add(kind: str, *finding: str) -> None:
@@ -852,12 +900,28 @@ def _findings(
             "days: " + _days(gap_days) + " (coverage_daily.csv)",
             REMEDIATION["kubernetes"],
         )
-    if current and current["telemetry_only_gpu_hours"]:
+    mig = (telemetry_only or {}).get("mig_partitioned_gpu_hours", 0)
+    if mig and telemetry_only:
+        nodes = telemetry_only["mig_partitioned_nodes"]
+        add(
+            "Evidence coverage",
+            "info",
+            f"Telemetry covers {mig:,} GPU-hours of MIG-partitioned GPUs, which the GPU-hour "
+            "figures do not count",
+            f"on {nodes:,} node{'s' if nodes != 1 else ''} the inventory observed "
+            "with MIG strategy single (or mixed without whole GPUs): annex counts their MIG "
+            "slices in the capacity snapshot, not in capacity GPU-hours, so their telemetry "
+            "is shown apart and not compared with allocation (telemetry_only_nodes.csv)",
+            "Nothing to collect: read these GPUs' allocation in the MIG slice figures of the "
+            "fleet summary (marts.fleet_summary.mig_slices_*); capacity GPU-hours count whole "
+            "GPUs only.",
+        )
+    if current and current["telemetry_only_gpu_hours"] - mig > 0:
         add(
             "Evidence coverage",
             "high" if not current["capacity_gpu_hours"] else "medium",
-            f"Telemetry covers {current['telemetry_only_gpu_hours']:,} GPU-hours the inventory "
-            "did not observe",
+            f"Telemetry covers {current['telemetry_only_gpu_hours'] - mig:,} GPU-hours the "
+            "inventory did not observe",
             f"on {len(telemetry_only_days)} day{'s' if len(telemetry_only_days) > 1 else ''} "
             f"({_days(telemetry_only_days)}): no allocation "
             "or capacity is known for them, so they are not compared; their "

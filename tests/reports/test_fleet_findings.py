@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from reports.fleet import _by_kind, _degraded_by_gpu, _findings, _summary
+from reports.fleet import _by_kind, _degraded_by_gpu, _findings, _summary, _telemetry_only_causes
 
 
 def measurement(gpu: str, benchmark: str, ratio: float, **extra) -> dict:
@@ -88,3 +88,39 @@ def test_telemetry_the_inventory_did_not_observe_is_a_finding_not_idle_allocatio
     assert coverage[0].severity == "high"  # the inventory observed none of the period
     assert coverage[0].title == "Telemetry covers 7,560 GPU-hours the inventory did not observe"
     assert "218.0 GPU-hours idle by DCGM alone are shown apart" in coverage[0].evidence
+
+
+def test_telemetry_of_mig_partitioned_gpus_is_named_apart_from_unobserved_hours() -> None:
+    """A MIG-single node the inventory observed has no GPU-hours (it counts MIG slices): its
+    telemetry is not an inventory gap, and the remediation for unobserved hours is not given
+    for it."""
+    day = datetime(2026, 11, 28).date()
+    current = {
+        "capacity_gpu_hours": 1000.0,
+        "telemetry_only_gpu_hours": 400,
+        "telemetry_only_idle_gpu_hours": 0.0,
+        "unavailable_gpu_hours": 0.0,
+    }
+    nodes = [
+        {"cluster": "c1", "node_name": "mig-1", "cause": "mig_partitioned",
+         "telemetry_only_gpu_hours": 192},
+        {"cluster": "c1", "node_name": "mig-2", "cause": "mig_partitioned",
+         "telemetry_only_gpu_hours": 192},
+        {"cluster": "c1", "node_name": "gpu-7", "cause": "not_observed",
+         "telemetry_only_gpu_hours": 16},
+    ]  # fmt: skip
+    causes = _telemetry_only_causes(nodes)
+    assert causes == {"mig_partitioned_gpu_hours": 384, "mig_partitioned_nodes": 2}
+    findings = _findings([], [], [], [], [day], [], current, [], [], [], [], [], causes)
+    titles = {f.title: f for f in findings if f.kind == "Evidence coverage"}
+    mig = titles["Telemetry covers 384 GPU-hours of MIG-partitioned GPUs, which the GPU-hour "
+                 "figures do not count"]  # fmt: skip
+    assert mig.severity == "info" and "on 2 nodes the inventory observed" in mig.evidence
+    unobserved = titles["Telemetry covers 16 GPU-hours the inventory did not observe"]
+    assert unobserved.severity == "medium"
+    # only MIG-partitioned GPUs: no finding about unobserved hours
+    only_mig = _findings(
+        [], [], [], [], [day], [], current | {"telemetry_only_gpu_hours": 384}, [], [], [], [],
+        [], causes,
+    )  # fmt: skip
+    assert [f.title for f in only_mig if "did not observe" in f.title] == []
