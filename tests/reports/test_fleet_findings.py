@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from reports.fleet import _by_kind, _degraded_by_gpu, _findings, _summary, _telemetry_only_causes
+from reports.fleet import (
+    _by_kind,
+    _degraded_by_gpu,
+    _findings,
+    _kpi_comparison,
+    _summary,
+    _telemetry_only_causes,
+)
 
 
 def measurement(gpu: str, benchmark: str, ratio: float, **extra) -> dict:
@@ -124,3 +131,41 @@ def test_telemetry_of_mig_partitioned_gpus_is_named_apart_from_unobserved_hours(
         [], causes,
     )  # fmt: skip
     assert [f.title for f in only_mig if "did not observe" in f.title] == []
+
+
+def test_key_figures_compare_per_hour_of_evidence_and_say_what_is_missing() -> None:
+    """A previous month with inventory for 1.5 of its 31 days is not 95 % smaller: the figures
+    are compared per hour each source covered, and what it missed is named."""
+    previous = {
+        "capacity_gpu_hours": 36 * 80.0,
+        "inventory_hours": 36.0,
+        "telemetry_hours": 0,
+        "both_sources_hours": 0,
+        "telemetry_gpu_hours": 0,
+        "energy_mwh": 0.0,
+        "allocated_observed_gpu_hours": 0,
+    }
+    current = {
+        "capacity_gpu_hours": 684.5 * 80.0,
+        "inventory_hours": 684.5,
+        "telemetry_hours": 2,
+        "both_sources_hours": 1,
+        "telemetry_gpu_hours": 24,
+        "energy_mwh": 1.5,
+        "allocated_observed_gpu_hours": 5,
+    }
+    hours = {"current": 684.5, "previous": 31 * 24.0}
+    # 80 GPUs an hour before, 80 now: unchanged, not +1,800 %
+    assert _kpi_comparison(current, previous, "capacity_gpu_hours", hours) == (
+        "+0.0 % an hour (inventory for 1.5 of 31.0 days before)"
+    )
+    assert _kpi_comparison(current, previous, "energy_mwh", hours) == "new"
+    full = dict(previous, inventory_hours=744.0, capacity_gpu_hours=744 * 100.0)
+    assert _kpi_comparison(current, full, "capacity_gpu_hours", hours) == "-20.0 % an hour"
+    assert _kpi_comparison(current, None, "capacity_gpu_hours", hours) == "no previous data"
+    assert _kpi_comparison(None, full, "capacity_gpu_hours", hours) == "no evidence this period"
+    # telemetry for 2 of the 684.5 hours: the figure is per hour, and the gap is said
+    before = dict(full, telemetry_hours=744, telemetry_gpu_hours=744 * 12)
+    assert _kpi_comparison(current, before, "telemetry_gpu_hours", hours) == (
+        "+0.0 % an hour (telemetry for 0.1 of 28.5 days this period)"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import re
 from datetime import date, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import duckdb
@@ -161,6 +162,8 @@ class _Evidence:
 
     def __init__(self, rows: dict[str, list[dict[str, Any]]]) -> None:
         self.rows = rows
+        self.request = SimpleNamespace(period=None)  # no period: the KPIs are not compared
+        self.cutoff = None
 
     def records(self, name: str) -> list[dict[str, Any]]:
         return self.rows.get(name, [])

@@ -62,7 +62,10 @@ def test_fleet_shows_the_scenarios_figures(fleet: GeneratedReport) -> None:
         "86.2 %",  # telemetry coverage of capacity
         "2,088.0",  # team-b's allocated-but-idle GPU-hours
         "20.9 %",  # idle share of DCGM-allocated: 2,088 / 9,984
-        "+2800.0 %",  # capacity against September 30's 576 GPU-hours
+        # capacity against September 30's 576 GPU-hours: 24 GPUs an hour in both periods,
+        # compared per hour of inventory (not +2,800 % for 29 days against one)
+        "Capacity GPU-hours 16,704.0 vs previous: +0.0 % an hour (inventory for 29.0 of 30.0 "
+        "days this period, 1.0 of 30.0 days before)",
     ):
         assert figure in text, figure
     assert "team-a" in text and "team-b" in text and "team-c" in text
