@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.charts import PALETTE, Series, stacked_columns
+from reports.comparison import HOURS_COVERED, per_hour_change, period_hours
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.evidence import COVERAGE_SOURCES
 from reports.findings import Finding, counts, no_successful_collection, ordered
@@ -56,14 +57,20 @@ QUERIES = (
     EvidenceQuery(
         "totals",
         "Workload GPU-hours of this period and the previous one by attestation state "
-        "(marts.attestation_gpu_hours).",
+        "(marts.attestation_gpu_hours), with the hours the inventory covered in each "
+        "(inventory_hours, from marts.node_gpu_hours), the base of the comparison per hour.",
         f"""
-        SELECT CASE WHEN day >= $start THEN 'current' ELSE 'previous' END AS period,
-               count(DISTINCT node_name) AS nodes, {_COVERAGE}
-        FROM marts.attestation_gpu_hours
-        WHERE day >= $previous_start AND day < $end
-        GROUP BY 1
-        ORDER BY 1
+        WITH totals AS (
+            SELECT CASE WHEN day >= $start THEN 'current' ELSE 'previous' END AS period,
+                   count(DISTINCT node_name) AS nodes, {_COVERAGE}
+            FROM marts.attestation_gpu_hours
+            WHERE day >= $previous_start AND day < $end
+            GROUP BY 1
+        ), {HOURS_COVERED}
+        SELECT t.*, c.inventory_hours
+        FROM totals AS t
+        LEFT JOIN hours_covered AS c USING (period)
+        ORDER BY t.period
         """,
     ),
     EvidenceQuery(
@@ -185,11 +192,28 @@ def build(evidence: Evidence) -> dict[str, Any]:
         unit="GPU-hours",
     )
     failing_gpus = [g for g in gpus if g["verdict"] != "pass"]
+    hours = period_hours(evidence)
+    covered = {
+        period: (row or {}).get("inventory_hours") or 0
+        for period, row in (("current", current), ("previous", previous))
+    }
+    comparisons = {
+        key: per_hour_change(
+            current[key] if current else None,
+            previous[key] if previous else None,
+            covered,
+            hours,
+            "inventory",
+            within_covered=False,  # holdings count from the pods' start, before a collection
+        )
+        for key in ("allocated_gpu_hours", *(key for key, _, _ in states))
+    }
     return {
         "sources": sources,
         "daily": daily,
         "current": current,
         "previous": previous,
+        "comparisons": comparisons,
         "states": [(key, label) for key, label, _ in states],
         "chart": chart,
         "runs": runs[:TOP],

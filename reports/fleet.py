@@ -25,6 +25,7 @@ from datetime import date
 from typing import Any
 
 from reports.charts import PALETTE, Series, horizontal_bars, stacked_columns
+from reports.comparison import HOURS_COVERED, per_hour_change, period_hours
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.evidence import COVERAGE_SOURCES
 from reports.findings import SEVERITIES, Finding, no_successful_collection
@@ -162,25 +163,10 @@ QUERIES = (
             FROM marts.gpu_hours_daily_by_pool
             WHERE day >= $previous_start AND day < $end
             GROUP BY 1
-        ), hours AS (
-            SELECT CASE WHEN day >= $start THEN 'current' ELSE 'previous' END AS period,
-                   max(observed_hours) FILTER (WHERE capacity_gpu_hours > 0) AS inventory,
-                   bool_or(telemetry_gpu_hours > 0) AS telemetry,
-                   bool_or(allocated_observed_gpu_hours > 0) AS both_sources
-            FROM marts.node_gpu_hours
-            WHERE day >= $previous_start AND day < $end
-            GROUP BY 1, hour
-        ), covered AS (
-            SELECT period,
-                   coalesce(sum(inventory), 0) AS inventory_hours,
-                   count(*) FILTER (WHERE telemetry) AS telemetry_hours,
-                   count(*) FILTER (WHERE both_sources) AS both_sources_hours
-            FROM hours
-            GROUP BY period
-        )
+        ), {HOURS_COVERED}
         SELECT s.*, c.* EXCLUDE (period)
         FROM sums AS s
-        LEFT JOIN covered AS c USING (period)
+        LEFT JOIN hours_covered AS c USING (period)
         ORDER BY s.period
         """,
     ),
@@ -595,7 +581,7 @@ def build(evidence: Evidence) -> dict[str, Any]:
         telemetry_only,
     )
     finding_groups = _by_kind(findings)
-    hours = _period_hours(evidence)
+    hours = period_hours(evidence)
     kpi_cards = [
         {
             "label": label,
@@ -745,45 +731,14 @@ def _kpi(row: Row | None, key: str) -> float | int | None:
 _TELEMETRY_KPIS = ("telemetry_gpu_hours", "telemetry_only_gpu_hours", "energy_mwh")
 
 
-def _period_hours(evidence: Evidence) -> dict[str, float]:
-    """The hours of this period up to the data cut-off, and of the whole previous period."""
-    period = evidence.request.period
-    if period is None:
-        return {"current": 0.0, "previous": 0.0}
-    end = period.end_time()
-    if evidence.cutoff is not None:
-        end = max(period.start_time(), min(end, evidence.cutoff.replace(tzinfo=None)))
-    return {
-        "current": (end - period.start_time()).total_seconds() / 3600,
-        "previous": period.previous().days * 24.0,
-    }
-
-
 def _kpi_comparison(current: Row | None, previous: Row | None, key: str, hours: Row) -> str:
-    """The KPI against the previous period, per hour its source covered: a month with inventory
-    on 2 of its 31 days is not 94 % smaller than one with inventory every day. ``hours``: the
-    hours of each period (this one up to the data cut-off). Where either period's source
-    covered less, says how much (in days), so the comparison is read with it."""
-    now, before = _kpi(current, key), _kpi(previous, key)
-    if now is None or current is None:
-        return "no evidence this period"
-    if before is None or previous is None:
-        return "no previous data"
-    if not before:
-        return "new" if now else "unchanged"
+    """The KPI against the previous period, per hour its source covered
+    (``reports.comparison``)."""
+    if current is None or previous is None:
+        return per_hour_change(_kpi(current, key), _kpi(previous, key), {}, hours, "")
     source, column = _evidence_hours(key)
     covered = {"current": current[column] or 0, "previous": previous[column] or 0}
-    if not covered["current"] or not covered["previous"]:
-        return f"not compared: no hour of {source} in a period"
-    per_hour = (now / covered["current"]) / (before / covered["previous"]) - 1
-    gaps = [
-        f"{covered[p] / 24:,.1f} of {hours[p] / 24:,.1f} days "
-        + ("this period" if p == "current" else "before")
-        for p in ("current", "previous")
-        if covered[p] / 24 < round(hours[p] / 24, 1) - 0.05
-    ]
-    text = f"{per_hour * 100:+.1f} % an hour"
-    return text + (f" ({source} for {', '.join(gaps)})" if gaps else "")
+    return per_hour_change(_kpi(current, key), _kpi(previous, key), covered, hours, source)
 
 
 def _evidence_hours(key: str) -> tuple[str, str]:

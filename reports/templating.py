@@ -37,18 +37,6 @@ def percent(value: float | None, digits: int = 1) -> str | Markup:
     return f"{value * 100:.{digits}f} %"
 
 
-def change(current: float | None, previous: float | None) -> str:
-    """Relative change against the previous period, or why there is none."""
-    if current is None:
-        return "no evidence this period"
-    if previous is None:
-        return "no previous data"
-    if previous == 0:
-        return "new" if current else "unchanged"
-    ratio = (current - previous) / abs(previous)
-    return f"{ratio * 100:+.1f} %"
-
-
 def when(value: datetime | date | None) -> str | Markup:
     if value is None:
         return GAP
@@ -70,7 +58,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=number, pct=percent, change=change, when=when, svg_uri=svg_uri)
+    env.filters.update(num=number, pct=percent, when=when, svg_uri=svg_uri)
     return env
 
 
