@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.charts import PALETTE, Series, stacked_columns
-from reports.comparison import HOURS_COVERED, per_hour_change, period_hours
+from reports.comparison import HOURS_COVERED, covered_hours, per_hour_change, period_hours
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.evidence import COVERAGE_SOURCES
 from reports.findings import Finding, counts, no_successful_collection, ordered
@@ -193,10 +193,7 @@ def build(evidence: Evidence) -> dict[str, Any]:
     )
     failing_gpus = [g for g in gpus if g["verdict"] != "pass"]
     hours = period_hours(evidence)
-    covered = {
-        period: (row or {}).get("inventory_hours") or 0
-        for period, row in (("current", current), ("previous", previous))
-    }
+    covered = covered_hours(current, previous, "inventory_hours")
     comparisons = {
         key: per_hour_change(
             current[key] if current else None,

@@ -12,6 +12,8 @@ from typing import Any
 
 from reports.definition import Evidence
 
+Row = dict[str, Any]
+
 HOURS_COVERED = """
     hours_covered_by_hour AS (
         SELECT CASE WHEN day >= $start THEN 'current' ELSE 'previous' END AS period,
@@ -47,6 +49,15 @@ def period_hours(evidence: Evidence) -> dict[str, float]:
     return {
         "current": (end - period.start_time()).total_seconds() / 3600,
         "previous": period.previous().days * 24.0,
+    }
+
+
+def covered_hours(current: Row | None, previous: Row | None, column: str) -> dict[str, float]:
+    """The hours a source covered in each period: ``column`` of each period's row of a query
+    that joined ``hours_covered`` (0 for a period without a row)."""
+    return {
+        period: (row or {}).get(column) or 0
+        for period, row in (("current", current), ("previous", previous))
     }
 
 

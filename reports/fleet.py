@@ -25,7 +25,7 @@ from datetime import date
 from typing import Any
 
 from reports.charts import PALETTE, Series, horizontal_bars, stacked_columns
-from reports.comparison import HOURS_COVERED, per_hour_change, period_hours
+from reports.comparison import HOURS_COVERED, covered_hours, per_hour_change, period_hours
 from reports.definition import Evidence, EvidenceQuery, ReportDefinition, Section
 from reports.evidence import COVERAGE_SOURCES
 from reports.findings import SEVERITIES, Finding, no_successful_collection
@@ -734,10 +734,8 @@ _TELEMETRY_KPIS = ("telemetry_gpu_hours", "telemetry_only_gpu_hours", "energy_mw
 def _kpi_comparison(current: Row | None, previous: Row | None, key: str, hours: Row) -> str:
     """The KPI against the previous period, per hour its source covered
     (``reports.comparison``)."""
-    if current is None or previous is None:
-        return per_hour_change(_kpi(current, key), _kpi(previous, key), {}, hours, "")
     source, column = _evidence_hours(key)
-    covered = {"current": current[column] or 0, "previous": previous[column] or 0}
+    covered = covered_hours(current, previous, column)
     return per_hour_change(_kpi(current, key), _kpi(previous, key), covered, hours, source)
 
 
@@ -932,9 +930,10 @@ def _findings(
             "days: " + _days(gap_days) + " (coverage_daily.csv)",
             REMEDIATION["kubernetes"],
         )
-    mig = (telemetry_only or {}).get("mig_partitioned_gpu_hours", 0)
-    if mig and telemetry_only:
-        nodes = telemetry_only["mig_partitioned_nodes"]
+    causes = telemetry_only or _telemetry_only_causes([])
+    mig = causes["mig_partitioned_gpu_hours"]
+    if mig:
+        nodes = causes["mig_partitioned_nodes"]
         add(
             "Evidence coverage",
             "info",

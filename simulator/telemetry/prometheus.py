@@ -256,6 +256,20 @@ class StoredSeries:
     instance), built for the queried window only: a month of them for every GPU and field
     would be millions of series, a query's window needs a few per GPU."""
 
+    @classmethod
+    def of(
+        cls,
+        exported: ExportedField,
+        labels: dict[str, str],
+        signals: GpuSignals,
+        spans: tuple[tuple[float, float], ...],
+        past: PastSeries | None = None,
+    ) -> StoredSeries:
+        """The series of ``exported`` with ``labels``, its name and metric filled in."""
+        name = exported.name
+        metric = {"__name__": name, **labels}
+        return cls(name, labels, signals, exported, spans, metric, past)
+
 
 @dataclass(frozen=True)
 class PastSeries:
@@ -284,11 +298,7 @@ class PastSeries:
     def _series(self, held: PastHolding) -> StoredSeries:
         exporter = gpu_labels(self.activity, self.host, workload=False, mig=self.mig, held=held)
         labels = stored_labels(exporter, self.target)
-        name = self.exported.name
-        return StoredSeries(
-            name, labels, self.signals, self.exported, ((held.begin, held.end),),
-            metric={"__name__": name, **labels},
-        )  # fmt: skip
+        return StoredSeries.of(self.exported, labels, self.signals, ((held.begin, held.end),))
 
 
 def target_labels(node: str, ip: str | None) -> dict[str, str]:
@@ -353,10 +363,7 @@ def build_catalog(
                         past = PastSeries(
                             activity.past, ends, activity, signals, exported, host, mig, target
                         )
-                    series = StoredSeries(
-                        exported.name, labels, signals, exported, times,
-                        metric={"__name__": exported.name, **labels}, past=past,
-                    )  # fmt: skip
+                    series = StoredSeries.of(exported, labels, signals, times, past)
                     catalog.setdefault(exported.name, []).append(series)
     return catalog
 
